@@ -1,0 +1,72 @@
+"""The result types of an evaluation: what `verify.evaluate` returns and `kforge eval --json` prints."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Outcome(str, Enum):
+    """The one-word judgement of a candidate."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    REJECTED = "rejected"
+
+
+class TimingStats(BaseModel):
+    """Summary of repeated timed calls, in milliseconds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    iqr_ms: float = Field(description="interquartile range of the per-call times")
+    repeats: int
+
+    @property
+    def relative_spread(self) -> float:
+        """Interquartile range over the median: a unitless noise figure."""
+        return self.iqr_ms / self.median_ms if self.median_ms > 0 else 0.0
+
+
+class Verdict(BaseModel):
+    """Everything the harness concluded about one candidate."""
+
+    model_config = ConfigDict(frozen=True, use_enum_values=True)
+
+    verdict: Outcome
+    reason: str
+    rule: str | None = Field(default=None, description="the policy rule that fired, when rejected")
+    platform: str
+    language: str
+    runtime_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    max_abs_error: float | None = None
+    max_rel_norm_error: float | None = None
+    trials: int = 0
+    timing: TimingStats | None = None
+    eager_timing: TimingStats | None = None
+    compile_timing: TimingStats | None = None
+    build_s: float | None = Field(default=None, description="seconds spent compiling the candidate")
+    eval_s: float | None = Field(default=None, description="seconds spent evaluating, builds excluded")
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == Outcome.CORRECT.value
+
+    def to_json_dict(self) -> dict[str, object]:
+        data = self.model_dump(mode="json")
+        data["correct"] = self.correct
+        return data
