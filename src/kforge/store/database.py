@@ -1,0 +1,472 @@
+"""The run database: one SQLite file recording runs, attempts, evaluations, LLM calls and profiles.
+
+Every write is its own transaction and is committed before the method returns, so a crash (even SIGKILL)
+loses at most the row being written, and nothing is held open across an LLM call or an evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kforge.store.errors import StoreError
+from kforge.store.paths import default_db_path
+from kforge.store.records import (
+    RUN_STATUSES,
+    Attempt,
+    Evaluation,
+    LLMCall,
+    Profile,
+    Run,
+    RunCosts,
+    RunStatus,
+    ScoredAttempt,
+    text_hash,
+)
+from kforge.store.schema import migrate, schema_version
+
+# A run's settings are stored for later inspection; a key that looks like a credential is dropped so a
+# careless caller cannot put an API key into a file that gets shared and exported.
+_SECRET_KEY = re.compile(r"(api_?key|secret|password|passwd|authorization|auth_token|access_token)$", re.I)
+
+# Long enough to outlast another process's single-row write; short enough to report a stuck lock.
+_BUSY_TIMEOUT_S = 30.0
+
+
+class Store:
+    """An open run database. Safe to share between threads; several processes may open the same file."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            # isolation_level=None: autocommit, so each statement commits on its own.
+            self._conn = sqlite3.connect(
+                self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            # With WAL, NORMAL survives a killed process (only a power cut can lose the last commits).
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self.migrated_from = migrate(self._conn)
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"cannot open run database {self.path}: {err}") from None
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return schema_version(self._conn)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # runs
+
+    def create_run(
+        self,
+        *,
+        command: str,
+        problem_path: str | None = None,
+        problem_hash: str | None = None,
+        platform: str | None = None,
+        language: str | None = None,
+        model: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        budgets: Mapping[str, Any] | None = None,
+    ) -> Run:
+        row_id = self._insert(
+            "INSERT INTO runs (created, command, problem_path, problem_hash, platform, language, model,"
+            " settings_json, budgets_json, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+            (
+                _now(),
+                command,
+                problem_path,
+                problem_hash,
+                platform,
+                language,
+                model,
+                _json(_without_secrets(settings or {})),
+                _json(_without_secrets(budgets or {})),
+            ),
+        )
+        return self._get_run(row_id)
+
+    def finish_run(self, run_id: int, status: RunStatus = "finished") -> Run:
+        """Mark a run as ended: `finished`, `failed` or `interrupted`."""
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"a run ends as finished, failed or interrupted, not {status!r}")
+        self._update_run(run_id, "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, _now()))
+        return self._get_run(run_id)
+
+    def resume_run(self, run_id: int) -> Run:
+        """Mark an ended (or crashed) run as running again, keeping everything it recorded."""
+        self._update_run(run_id, "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", ())
+        return self._get_run(run_id)
+
+    def get_run(self, run_id: int) -> Run | None:
+        row = self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return _run(row) if row else None
+
+    def list_runs(self, *, limit: int | None = None, status: RunStatus | None = None) -> list[Run]:
+        """Runs, newest first."""
+        sql, args = "SELECT * FROM runs", []
+        if status is not None:
+            sql, args = sql + " WHERE status = ?", [status]
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", [*args, limit]
+        return [_run(r) for r in self._all(sql, tuple(args))]
+
+    # attempts and evaluations
+
+    def record_attempt(
+        self,
+        run_id: int,
+        *,
+        source: str,
+        language: str,
+        platform: str,
+        made_by: str,
+        round: int = 0,
+        parent_attempt_id: int | None = None,
+    ) -> Attempt:
+        """Record a candidate as soon as it exists, before it is evaluated."""
+        row_id = self._insert(
+            "INSERT INTO attempts (run_id, parent_attempt_id, made_by, round, source, language, platform,"
+            " source_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                parent_attempt_id,
+                made_by,
+                round,
+                source,
+                language,
+                platform,
+                text_hash(source),
+                _now(),
+            ),
+        )
+        return _attempt(self._row("attempts", row_id))
+
+    def attempts_of(self, run_id: int) -> list[Attempt]:
+        """A run's attempts in the order they were made."""
+        return [
+            _attempt(r) for r in self._all("SELECT * FROM attempts WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
+
+    def find_attempt(self, run_id: int, source_hash: str) -> Attempt | None:
+        """The run's first attempt with this source, so a resumed run can reuse it instead of redoing it."""
+        row = self._one(
+            "SELECT * FROM attempts WHERE run_id = ? AND source_hash = ? ORDER BY id LIMIT 1",
+            (run_id, source_hash),
+        )
+        return _attempt(row) if row else None
+
+    def record_evaluation(self, attempt_id: int, verdict: Mapping[str, Any]) -> Evaluation:
+        """Store a verdict as the harness produced it (its JSON dict).
+
+        The store reads only the keys `verdict` (the outcome), `runtime_ms`, `speedup_vs_eager` and
+        `speedup_vs_compile` into columns for queries; the whole dict is kept as it is.
+        """
+        if "verdict" not in verdict:
+            raise ValueError("a verdict dict needs its 'verdict' key (the outcome)")
+        row_id = self._insert(
+            "INSERT INTO evaluations (attempt_id, verdict_json, outcome, runtime_ms, speedup_vs_eager,"
+            " speedup_vs_compile, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                attempt_id,
+                _json(verdict),
+                str(verdict["verdict"]),
+                verdict.get("runtime_ms"),
+                verdict.get("speedup_vs_eager"),
+                verdict.get("speedup_vs_compile"),
+                _now(),
+            ),
+        )
+        return _evaluation(self._row("evaluations", row_id))
+
+    def evaluation_of(self, attempt_id: int) -> Evaluation | None:
+        """The latest evaluation of an attempt, or None if it was never evaluated."""
+        row = self._one(
+            "SELECT * FROM evaluations WHERE attempt_id = ? ORDER BY id DESC LIMIT 1", (attempt_id,)
+        )
+        return _evaluation(row) if row else None
+
+    def evaluated_attempt_ids(self, run_id: int) -> set[int]:
+        """Ids of the run's attempts that already have an evaluation: a resumed run skips these."""
+        rows = self._all(
+            "SELECT DISTINCT e.attempt_id FROM evaluations e JOIN attempts a ON a.id = e.attempt_id"
+            " WHERE a.run_id = ?",
+            (run_id,),
+        )
+        return {r[0] for r in rows}
+
+    def unevaluated_attempts(self, run_id: int) -> list[Attempt]:
+        """The run's attempts recorded but never evaluated (say, the run died mid-evaluation)."""
+        rows = self._all(
+            "SELECT * FROM attempts a WHERE a.run_id = ?"
+            " AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.attempt_id = a.id) ORDER BY a.id",
+            (run_id,),
+        )
+        return [_attempt(r) for r in rows]
+
+    def best_attempt(self, run_id: int) -> ScoredAttempt | None:
+        """The correct attempt with the lowest runtime; the earliest of equals."""
+        row = self._one(
+            "SELECT e.* FROM evaluations e JOIN attempts a ON a.id = e.attempt_id"
+            " WHERE a.run_id = ? AND e.outcome = 'correct' AND e.runtime_ms IS NOT NULL"
+            " ORDER BY e.runtime_ms, a.id LIMIT 1",
+            (run_id,),
+        )
+        if row is None:
+            return None
+        evaluation = _evaluation(row)
+        attempt = _attempt(self._row("attempts", evaluation.attempt_id))
+        return ScoredAttempt(attempt=attempt, evaluation=evaluation)
+
+    # LLM calls
+
+    def record_llm_call(
+        self,
+        run_id: int,
+        *,
+        model: str,
+        provider: str,
+        request: Mapping[str, Any],
+        response_text: str,
+        request_hash: str,
+        latency_s: float,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cost_usd: float | None = None,
+        cache_hit: bool = False,
+        attempt_id: int | None = None,
+    ) -> LLMCall:
+        """Record one answered call.
+
+        `request` is what was asked (model, messages, parameters): never headers, never a key.
+        """
+        row_id = self._insert(
+            "INSERT INTO llm_calls (run_id, attempt_id, model, provider, request_json, response_text,"
+            " prompt_tokens, completion_tokens, cost_usd, latency_s, cache_hit, request_hash, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                attempt_id,
+                model,
+                provider,
+                _json(_without_secrets(request)),
+                response_text,
+                prompt_tokens,
+                completion_tokens,
+                cost_usd,
+                latency_s,
+                int(cache_hit),
+                request_hash,
+                _now(),
+            ),
+        )
+        return _llm_call(self._row("llm_calls", row_id))
+
+    def find_cached_llm_response(self, request_hash: str, *, occurrence: int = 0) -> LLMCall | None:
+        """The answer to an identical earlier request, from any run, or None.
+
+        `occurrence` picks among several real answers to the same request, oldest first: the n-th time a
+        run asks the same thing it gets the n-th answer, so sampling the same prompt twice still gives two
+        samples, and a resumed run replays them in order.
+        """
+        row = self._one(
+            "SELECT * FROM llm_calls WHERE request_hash = ? AND cache_hit = 0 ORDER BY id LIMIT 1 OFFSET ?",
+            (request_hash, occurrence),
+        )
+        return _llm_call(row) if row else None
+
+    def llm_calls_of(self, run_id: int) -> list[LLMCall]:
+        return [
+            _llm_call(r) for r in self._all("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
+
+    def costs_of(self, run_id: int) -> RunCosts:
+        [row] = self._all(
+            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),"
+            " COALESCE(SUM(cost_usd), 0.0), COALESCE(SUM(cost_usd IS NULL), 0)"
+            " FROM llm_calls WHERE run_id = ? AND cache_hit = 0",
+            (run_id,),
+        )
+        [cached] = self._all("SELECT COUNT(*) FROM llm_calls WHERE run_id = ? AND cache_hit = 1", (run_id,))
+        return RunCosts(
+            calls=row[0],
+            cached_calls=cached[0],
+            prompt_tokens=row[1],
+            completion_tokens=row[2],
+            cost_usd=float(row[3]),
+            unpriced_calls=row[4],
+        )
+
+    # profiles
+
+    def record_profile(
+        self, attempt_id: int, kind: str, data: Mapping[str, Any], png: bytes | None = None
+    ) -> Profile:
+        row_id = self._insert(
+            "INSERT INTO profiles (attempt_id, kind, data_json, png, created) VALUES (?, ?, ?, ?, ?)",
+            (attempt_id, kind, _json(data), png, _now()),
+        )
+        return _profile(self._row("profiles", row_id))
+
+    def profiles_of(self, attempt_id: int) -> list[Profile]:
+        rows = self._all("SELECT * FROM profiles WHERE attempt_id = ? ORDER BY id", (attempt_id,))
+        return [_profile(r) for r in rows]
+
+    # plumbing
+
+    def _insert(self, sql: str, args: tuple[Any, ...]) -> int:
+        try:
+            with self._lock:
+                row_id = self._conn.execute(sql, args).lastrowid
+        except sqlite3.IntegrityError as err:
+            raise StoreError(
+                f"cannot record in {self.path}: {err} (does the run or attempt id exist?)"
+            ) from None
+        assert row_id is not None
+        return row_id
+
+    def _update_run(self, run_id: int, sql: str, args: tuple[Any, ...]) -> None:
+        with self._lock:
+            changed = self._conn.execute(sql, (*args, run_id)).rowcount
+        if changed == 0:
+            raise StoreError(f"no run {run_id} in {self.path}")
+
+    def _get_run(self, run_id: int) -> Run:
+        run = self.get_run(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id} in {self.path}")
+        return run
+
+    def _row(self, table: str, row_id: int) -> sqlite3.Row:
+        row = self._one(f"SELECT * FROM {table} WHERE id = ?", (row_id,))
+        if row is None:
+            raise StoreError(f"no row {row_id} in {table} of {self.path}")
+        return row
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
+        with self._lock:
+            cursor = self._conn.execute(sql, args)
+            cursor.row_factory = sqlite3.Row
+            return cursor.fetchone()
+
+    def _all(self, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
+        with self._lock:
+            cursor = self._conn.execute(sql, args)
+            cursor.row_factory = sqlite3.Row
+            return cursor.fetchall()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _json(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True)
+
+
+def _without_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(key, str) and _SECRET_KEY.search(key):
+            continue
+        clean[key] = _without_secrets(value) if isinstance(value, Mapping) else value
+    return clean
+
+
+def _run(r: sqlite3.Row) -> Run:
+    return Run(
+        id=r["id"],
+        created=_time(r["created"]),
+        command=r["command"],
+        problem_path=r["problem_path"],
+        problem_hash=r["problem_hash"],
+        platform=r["platform"],
+        language=r["language"],
+        model=r["model"],
+        settings=json.loads(r["settings_json"]),
+        budgets=json.loads(r["budgets_json"]),
+        status=r["status"],
+        finished=_time(r["finished"]) if r["finished"] else None,
+    )
+
+
+def _attempt(r: sqlite3.Row) -> Attempt:
+    return Attempt(
+        id=r["id"],
+        run_id=r["run_id"],
+        parent_attempt_id=r["parent_attempt_id"],
+        made_by=r["made_by"],
+        round=r["round"],
+        source=r["source"],
+        language=r["language"],
+        platform=r["platform"],
+        source_hash=r["source_hash"],
+        created=_time(r["created"]),
+    )
+
+
+def _evaluation(r: sqlite3.Row) -> Evaluation:
+    return Evaluation(
+        id=r["id"],
+        attempt_id=r["attempt_id"],
+        verdict=json.loads(r["verdict_json"]),
+        outcome=r["outcome"],
+        runtime_ms=r["runtime_ms"],
+        speedup_vs_eager=r["speedup_vs_eager"],
+        speedup_vs_compile=r["speedup_vs_compile"],
+        created=_time(r["created"]),
+    )
+
+
+def _llm_call(r: sqlite3.Row) -> LLMCall:
+    return LLMCall(
+        id=r["id"],
+        run_id=r["run_id"],
+        attempt_id=r["attempt_id"],
+        model=r["model"],
+        provider=r["provider"],
+        request=json.loads(r["request_json"]),
+        response_text=r["response_text"],
+        prompt_tokens=r["prompt_tokens"],
+        completion_tokens=r["completion_tokens"],
+        cost_usd=r["cost_usd"],
+        latency_s=r["latency_s"],
+        cache_hit=bool(r["cache_hit"]),
+        request_hash=r["request_hash"],
+        created=_time(r["created"]),
+    )
+
+
+def _profile(r: sqlite3.Row) -> Profile:
+    return Profile(
+        id=r["id"],
+        attempt_id=r["attempt_id"],
+        kind=r["kind"],
+        data=json.loads(r["data_json"]),
+        png=r["png"],
+        created=_time(r["created"]),
+    )

@@ -1,0 +1,114 @@
+"""What the store hands back: small frozen records, one per table row, plus run totals."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+RunStatus = Literal["running", "finished", "failed", "interrupted"]
+RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "failed", "interrupted")
+
+
+def text_hash(text: str) -> str:
+    """The hex SHA-256 of a text: how sources and problems are identified across runs."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: int
+    created: datetime
+    command: str
+    problem_path: str | None
+    problem_hash: str | None
+    platform: str | None
+    language: str | None
+    model: str | None
+    settings: dict[str, Any]
+    budgets: dict[str, Any]
+    status: RunStatus
+    finished: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    id: int
+    run_id: int
+    parent_attempt_id: int | None
+    made_by: str
+    round: int
+    source: str
+    language: str
+    platform: str
+    source_hash: str
+    created: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    id: int
+    attempt_id: int
+    verdict: dict[str, Any]
+    outcome: str
+    runtime_ms: float | None
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    created: datetime
+
+    @property
+    def correct(self) -> bool:
+        return self.outcome == "correct"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredAttempt:
+    """An attempt with the evaluation that scored it."""
+
+    attempt: Attempt
+    evaluation: Evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    id: int
+    run_id: int
+    attempt_id: int | None
+    model: str
+    provider: str
+    request: dict[str, Any]
+    response_text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    latency_s: float
+    cache_hit: bool
+    request_hash: str
+    created: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    id: int
+    attempt_id: int
+    kind: str
+    data: dict[str, Any]
+    png: bytes | None
+    created: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RunCosts:
+    """What a run's LLM calls used. Cache hits are counted apart: they cost nothing."""
+
+    calls: int
+    cached_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    unpriced_calls: int  # calls whose model has no price: their cost is missing from cost_usd
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
