@@ -1,0 +1,170 @@
+"""Linear + GELU(tanh) with the bias and activation fused into the GEMM.
+
+The GEMM works on 4 rows of x against 2 rows of W at a time (both are
+contiguous along the reduction axis), so every loaded vector feeds two to
+four dot products. Output features are split into blocks handled by one
+thread each, and the epilogue runs on a block while it is still in cache.
+GELU(tanh) is rewritten as v * sigmoid(2u) = v / (1 + exp(-2u)).
+"""
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_CPP = r"""
+#include <torch/extension.h>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+// e^x for float x, about 1 ulp: e^x = 2^k * e^r with |r| <= ln2/2 and the
+// Cephes expf polynomial for e^r. std::exp would keep the loops scalar.
+// The argument is clamped to [-87, 88] (so the result saturates near
+// FLT_MIN / FLT_MAX and NaN is not propagated) by comparing IEEE bit
+// patterns as integers: a float compare here makes GCC split the loop into
+// paths that it then refuses to vectorize under -ftrapping-math.
+static inline float exp_approx(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof(u));
+    u = u < 0xC2AE0000u ? u : 0xC2AE0000u;  // -87.0f; negatives sort above positives
+    int32_t s = static_cast<int32_t>(u);
+    s = s < 0x42B00000 ? s : 0x42B00000;    // 88.0f; negatives are < 0 here
+    std::memcpy(&x, &s, sizeof(x));
+    // Adding and removing 1.5 * 2^23 rounds to the nearest integer.
+    const float round_magic = 12582912.0f;
+    const float k = (x * 1.44269504089f + round_magic) - round_magic;
+    float r = x - k * 0.693359375f;  // ln2 split in two so r stays exact
+    r = r + k * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
+    float two_k;
+    std::memcpy(&two_k, &bits, sizeof(two_k));
+    return p * two_k;
+}
+
+static inline float dot(const float* a, const float* b, int64_t k) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t p = 0; p < k; ++p) {
+        s += a[p] * b[p];
+    }
+    return s;
+}
+
+// y[i..i+4, o..o+2] = x[i..i+4] . w[o..o+2]; omp simd turns each of the
+// eight sums into its own vector accumulator.
+static inline void dot_4x2(const float* x, const float* w, int64_t k, float* y, int64_t ldy) {
+    const float* x0 = x;
+    const float* x1 = x + k;
+    const float* x2 = x + 2 * k;
+    const float* x3 = x + 3 * k;
+    const float* w0 = w;
+    const float* w1 = w + k;
+    float s00 = 0.0f, s01 = 0.0f, s10 = 0.0f, s11 = 0.0f;
+    float s20 = 0.0f, s21 = 0.0f, s30 = 0.0f, s31 = 0.0f;
+#pragma omp simd reduction(+ : s00, s01, s10, s11, s20, s21, s30, s31)
+    for (int64_t p = 0; p < k; ++p) {
+        const float a = w0[p];
+        const float c = w1[p];
+        s00 += x0[p] * a;
+        s01 += x0[p] * c;
+        s10 += x1[p] * a;
+        s11 += x1[p] * c;
+        s20 += x2[p] * a;
+        s21 += x2[p] * c;
+        s30 += x3[p] * a;
+        s31 += x3[p] * c;
+    }
+    y[0] = s00;
+    y[1] = s01;
+    y[ldy] = s10;
+    y[ldy + 1] = s11;
+    y[2 * ldy] = s20;
+    y[2 * ldy + 1] = s21;
+    y[3 * ldy] = s30;
+    y[3 * ldy + 1] = s31;
+}
+
+// x: (n, k), w: (m, k) as stored by nn.Linear, b: (m), y: (n, m).
+static void linear_gelu_kernel(const float* x, const float* w, const float* b, float* y,
+                               int64_t n, int64_t k, int64_t m) {
+    // 32 rows of W (96 KiB at k = 768) stay in L2 while all of x streams past.
+    const int64_t block = 32;
+    const int64_t num_blocks = (m + block - 1) / block;
+#pragma omp parallel for schedule(static)
+    for (int64_t blk = 0; blk < num_blocks; ++blk) {
+        const int64_t o_begin = blk * block;
+        const int64_t o_end = std::min(o_begin + block, m);
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            int64_t o = o_begin;
+            for (; o + 2 <= o_end; o += 2) {
+                dot_4x2(x + i * k, w + o * k, k, y + i * m + o, m);
+            }
+            for (; o < o_end; ++o) {
+                for (int64_t r = i; r < i + 4; ++r) {
+                    y[r * m + o] = dot(x + r * k, w + o * k, k);
+                }
+            }
+        }
+        for (; i < n; ++i) {
+            for (int64_t o = o_begin; o < o_end; ++o) {
+                y[i * m + o] = dot(x + i * k, w + o * k, k);
+            }
+        }
+        for (int64_t r = 0; r < n; ++r) {
+            float* yr = y + r * m;
+#pragma omp simd
+            for (int64_t o = o_begin; o < o_end; ++o) {
+                const float v = yr[o] + b[o];
+                const float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+                yr[o] = v / (1.0f + exp_approx(-2.0f * u));
+            }
+        }
+    }
+}
+
+torch::Tensor linear_gelu_tanh(torch::Tensor x, torch::Tensor weight, torch::Tensor bias) {
+    TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");
+    TORCH_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1),
+                "x (..., in_features) does not match weight (out_features, in_features)");
+    TORCH_CHECK(bias.numel() == weight.size(0), "bias needs out_features values");
+    x = x.contiguous();
+    weight = weight.contiguous();
+    bias = bias.contiguous();
+    const int64_t k = weight.size(1);
+    const int64_t m = weight.size(0);
+    auto out_sizes = x.sizes().vec();
+    out_sizes.back() = m;
+    auto y = torch::empty(out_sizes, x.options());
+    if (y.numel() == 0) {
+        return y;
+    }
+    const int64_t n = y.numel() / m;
+    linear_gelu_kernel(x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(),
+                       y.data_ptr<float>(), n, k, m);
+    return y;
+}
+"""
+
+_ext = load_inline(
+    name="kforge_example_linear_gelu_tanh",
+    cpp_sources=_CPP,
+    functions=["linear_gelu_tanh"],
+    extra_cflags=["-O3", "-fopenmp"],
+    extra_ldflags=["-fopenmp"],
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        # Same layer as Model, so a shared seed gives the same weight and bias.
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return _ext.linear_gelu_tanh(x, self.linear.weight, self.linear.bias)

@@ -1,0 +1,3 @@
+from kforge.cli import app
+
+app(prog_name="kforge")

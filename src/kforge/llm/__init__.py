@@ -1,0 +1,63 @@
+"""Chat models behind one small interface, with retries, prices, budgets and a store-backed cache.
+
+    model = make_chat_model("openai:gpt-4o", timeout_s=120)
+    answer = model.complete([Message.system("..."), Message.user("...", png_bytes)], max_tokens=4096)
+    answer.text, answer.usage, answer.cost_usd
+
+Wrap it in `RecordingChatModel(model, store, run_id, budget=Budget(max_usd=5))` inside a run.
+"""
+
+from kforge.llm.base import ChatModel, ModelSpec
+from kforge.llm.budget import Budget, BudgetExceeded, Spend
+from kforge.llm.errors import (
+    AuthenticationFailed,
+    BadRequest,
+    LLMError,
+    LLMTimeout,
+    MalformedResponse,
+    MissingAPIKey,
+    RateLimited,
+    ServerError,
+    ServerUnreachable,
+    UnknownModel,
+)
+from kforge.llm.factory import UnknownProvider, make_chat_model, parse_model_name
+from kforge.llm.messages import Completion, DeltaCallback, ImagePart, Message, TextPart, Usage
+from kforge.llm.prices import Price, PriceTable, load_prices
+from kforge.llm.recording import RecordingChatModel
+from kforge.llm.request import describe_request, request_hash
+from kforge.llm.retry import RetryPolicy
+
+__all__ = [
+    "AuthenticationFailed",
+    "BadRequest",
+    "Budget",
+    "BudgetExceeded",
+    "ChatModel",
+    "Completion",
+    "DeltaCallback",
+    "ImagePart",
+    "LLMError",
+    "LLMTimeout",
+    "MalformedResponse",
+    "Message",
+    "MissingAPIKey",
+    "ModelSpec",
+    "Price",
+    "PriceTable",
+    "RateLimited",
+    "RecordingChatModel",
+    "RetryPolicy",
+    "ServerError",
+    "ServerUnreachable",
+    "Spend",
+    "TextPart",
+    "UnknownModel",
+    "UnknownProvider",
+    "Usage",
+    "describe_request",
+    "load_prices",
+    "make_chat_model",
+    "parse_model_name",
+    "request_hash",
+]

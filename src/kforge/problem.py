@@ -1,0 +1,224 @@
+"""Problems (a PyTorch reference in KernelBench's format) and solutions (a candidate `ModelNew`).
+
+A problem file defines `class Model(nn.Module)`, `get_inputs()` and `get_init_inputs()`, and may define
+`get_input_variants()` returning more input lists (other shapes) on which correctness is also checked.
+A solution file defines `class ModelNew` with the same constructor signature.
+
+Problems are the user's own code and are imported here; solutions are untrusted and are only ever read as
+text in this process (their code runs in the sandboxed worker).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import itertools
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+LANGUAGES = ("cpp", "cuda", "triton")
+
+_module_counter = itertools.count()
+
+
+class ProblemError(ValueError):
+    """A problem file that cannot be used; the message is one line for the user."""
+
+
+class SolutionError(ValueError):
+    """A solution file that cannot be read; the message is one line for the user."""
+
+
+def source_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def import_file(path: Path, prefix: str) -> ModuleType:
+    """Import a Python file as a fresh module (never cached under a name another file could share)."""
+    name = f"{prefix}_{next(_module_counter)}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def last_frame_summary(exc: BaseException, path: Path) -> str:
+    """'ValueError: boom (problem.py:12)': the exception and the deepest line of `path` it passed through."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            where = f" ({path.name}:{frame.lineno})"
+    text = str(exc).strip().splitlines()
+    message = text[0] if text else ""
+    return f"{type(exc).__name__}: {message}{where}" if message else f"{type(exc).__name__}{where}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A loaded reference problem."""
+
+    path: Path
+    source: str
+    module: ModuleType = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.parent.name if self.path.stem == "problem" else self.path.stem
+
+    @property
+    def source_hash(self) -> str:
+        return source_hash(self.source)
+
+    @property
+    def model_class(self) -> type[torch.nn.Module]:
+        return self.module.Model
+
+    @property
+    def has_variants(self) -> bool:
+        return callable(getattr(self.module, "get_input_variants", None))
+
+    def init_inputs(self) -> list[Any]:
+        return list(self.module.get_init_inputs())
+
+    def make_model(self, seed: int) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return self.model_class(*self.init_inputs())
+
+    def input_sets(self, seed: int) -> list[list[Any]]:
+        """The main input list and every variant, all drawn after seeding with `seed`."""
+        torch.manual_seed(seed)
+        sets = [list(self.module.get_inputs())]
+        if self.has_variants:
+            sets.extend(list(variant) for variant in self.module.get_input_variants())
+        return sets
+
+    def inputs(self, seed: int, variant: int = 0) -> list[Any]:
+        """One input list drawn after seeding with `seed`; variant 0 is `get_inputs()`."""
+        torch.manual_seed(seed)
+        if variant == 0:
+            return list(self.module.get_inputs())
+        return list(self.module.get_input_variants()[variant - 1])
+
+    def variant_count(self) -> int:
+        return 1 + (len(self.module.get_input_variants()) if self.has_variants else 0)
+
+
+def load_problem(path: str | Path, *, check_runs: bool = True) -> Problem:
+    """Import and validate a problem file, raising ProblemError with a one-line reason."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProblemError(f"problem file not found: {path}")
+    source = path.read_text()
+    try:
+        module = import_file(path, "kforge_problem")
+    except BaseException as exc:  # a user's file may raise anything, SystemExit included
+        raise ProblemError(f"problem {path.name} does not import: {last_frame_summary(exc, path)}") from None
+    missing = [name for name in REQUIRED_NAMES if not hasattr(module, name)]
+    if missing:
+        raise ProblemError(f"problem {path.name} lacks {', '.join(missing)} (KernelBench format needs "
+                           "class Model, get_inputs() and get_init_inputs())")
+    if not (isinstance(module.Model, type) and issubclass(module.Model, torch.nn.Module)):
+        raise ProblemError(f"problem {path.name}: Model must be a subclass of torch.nn.Module")
+    problem = Problem(path=path.resolve(), source=source, module=module)
+    if check_runs:
+        _check_reference_runs(problem)
+    return problem
+
+
+def _check_reference_runs(problem: Problem) -> None:
+    path = problem.path
+    try:
+        model = problem.make_model(seed=0)
+    except BaseException as exc:
+        raise ProblemError(f"problem {path.name}: Model(*get_init_inputs()) fails: "
+                           f"{last_frame_summary(exc, path)}") from None
+    try:
+        sets = problem.input_sets(seed=0)
+    except BaseException as exc:
+        raise ProblemError(f"problem {path.name}: get_inputs fails: {last_frame_summary(exc, path)}") from None
+    for index, inputs in enumerate(sets):
+        label = "get_inputs()" if index == 0 else f"input variant {index}"
+        try:
+            with torch.no_grad():
+                model(*inputs)
+        except BaseException as exc:
+            raise ProblemError(f"problem {path.name}: Model fails on {label}: "
+                               f"{last_frame_summary(exc, path)}") from None
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A candidate's source text; never imported in this process."""
+
+    path: Path
+    source: str
+    language: str
+
+    @property
+    def source_hash(self) -> str:
+        return source_hash(self.source)
+
+
+def load_solution(path: str | Path, language: str | None = None) -> Solution:
+    """Read a solution file, check it parses and defines ModelNew, and settle its language."""
+    path = Path(path)
+    if not path.is_file():
+        raise SolutionError(f"solution file not found: {path}")
+    source = path.read_text()
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise SolutionError(f"solution {path.name} is not valid Python: {exc.msg} (line {exc.lineno})") from None
+    if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
+        raise SolutionError(f"solution {path.name} defines no class ModelNew at module level")
+    if language is None:
+        language = infer_language(tree)
+    elif language not in LANGUAGES:
+        raise SolutionError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
+    return Solution(path=path.resolve(), source=source, language=language)
+
+
+def infer_language(tree: ast.Module) -> str:
+    """Triton if it imports triton, CUDA if it passes cuda_sources, otherwise C++."""
+    names: set[str] = set()
+    keywords: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.keyword) and node.arg:
+            keywords.add(node.arg)
+    if "triton" in names:
+        return "triton"
+    if "cuda_sources" in keywords:
+        return "cuda"
+    return "cpp"
+
+
+def call_with_seed(seed: int, fn: Callable[..., Any], *args: Any) -> Any:
+    torch.manual_seed(seed)
+    return fn(*args)
+
+
+def flatten_tensors(value: Any) -> Sequence[Any]:
+    """The leaves of a (possibly nested) tuple/list output, in order."""
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in flatten_tensors(item)]
+    return [value]

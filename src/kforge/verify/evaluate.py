@@ -1,0 +1,358 @@
+"""The one entry point of the harness: `evaluate(problem, solution) -> Verdict`.
+
+Order of work: load and validate the problem here (it is the user's own code); check the candidate's
+source against the policy; build and load the candidate in a sandboxed worker; run correctness trials
+(fresh seeds, every input variant, two calls each, operators recorded, inputs checked for changes); then
+time the reference (eager and torch.compile) in a worker of its own and the candidate in its worker with
+the same protocol, spot-check outputs produced while timing, and cross-check the worker's clock against
+this process's clock. Everything the workers say is checked here.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from kforge.paths import cache_dir
+from kforge.platforms import Platform, get_platform
+from kforge.problem import Problem, Solution, SolutionError, load_problem, load_solution
+from kforge.verify import tensors
+from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
+from kforge.verify.ops import reference_ops
+from kforge.verify.policy import Policy, judge_dispatched_ops
+from kforge.verify.sandbox import Limits, Worker, WorkerFailure
+from kforge.verify.static_check import check_source
+from kforge.verify.timing import TimingPlan, summarize
+from kforge.verify.verdict import Outcome, TimingStats, Verdict
+
+Progress = Callable[[str], None]
+
+_WORKER_START_S = 120.0
+_TIMING_SEED = 1_000_003
+
+
+class TimingSettings(BaseModel):
+    """How long to warm up and measure each of candidate, eager and torch.compile."""
+
+    model_config = ConfigDict(frozen=True)
+
+    warmup_ms: float = 100.0
+    rep_ms: float = 1000.0
+    min_reps: int = 10
+    max_reps: int = 300
+    rotate: int = 3
+
+
+class EvalOptions(BaseModel):
+    """Everything that shapes one evaluation; the defaults are what `kforge eval` uses."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    platform: str = "auto"
+    language: str | None = None
+    timeout_s: float = Field(120.0, gt=0, description="limit for each step of running the candidate")
+    build_timeout_s: float = Field(900.0, gt=0, description="limit for compiling the candidate")
+    memory_mb: int | None = Field(8192, description="resident memory limit of each worker, MiB")
+    trials: int = Field(3, ge=1)
+    seed: int = 0
+    baselines: tuple[str, ...] = ("eager", "compile")
+    timing: TimingSettings = TimingSettings()
+    measure: bool = True
+    policy: Policy = Policy()
+    tolerance: Tolerance | None = None
+    cache_dir: Path | None = None
+
+
+class _Failed(Exception):
+    """Ends an evaluation early with a verdict."""
+
+    def __init__(self, outcome: Outcome, reason: str, rule: str | None = None) -> None:
+        super().__init__(reason)
+        self.outcome = outcome
+        self.rule = rule
+
+
+@dataclass
+class _Context:
+    problem: Problem
+    solution: Solution
+    platform: Platform
+    options: EvalOptions
+    progress: Progress
+    cache: Path
+    reference_model: torch.nn.Module
+    reference_ops: set[str]
+
+
+def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
+             progress: Progress | None = None) -> Verdict:
+    """Judge `solution` against `problem`. Raises ProblemError, SolutionError or PlatformError for bad input."""
+    options = options or EvalOptions()
+    say = progress or (lambda _message: None)
+    say("loading the problem")
+    loaded_problem = load_problem(problem)
+    loaded_solution = load_solution(solution, options.language)
+    platform = get_platform(options.platform)
+    if loaded_solution.language not in platform.languages:
+        raise SolutionError(f"platform {platform.name} does not run {loaded_solution.language} candidates "
+                            f"(it runs {', '.join(platform.languages)})")
+    reference_model = loaded_problem.make_model(options.seed).to(platform.device)
+    first_inputs = tensors.to_device(loaded_problem.inputs(_trial_seed(options, 0)), platform.device)
+    context = _Context(loaded_problem, loaded_solution, platform, options, say,
+                       (options.cache_dir or cache_dir()).expanduser(), reference_model,
+                       reference_ops(reference_model, first_inputs))
+    return _Evaluation(context).run()
+
+
+class _Evaluation:
+    def __init__(self, context: _Context) -> None:
+        self.ctx = context
+        self.warnings: list[str] = []
+        self.build_s: float | None = None
+        self.comparison = Comparison(True)
+        self.trials_run = 0
+        self.started = time.perf_counter()
+
+    def run(self) -> Verdict:
+        try:
+            self.check_static()
+            with self.new_worker() as worker:
+                self.load(worker, solution=self.ctx.solution.path, compile_model=False)
+                self.check_correctness(worker)
+                if not self.ctx.options.measure:
+                    return self.verdict(Outcome.CORRECT, "correct on every trial (timing skipped)")
+                return self.measure(worker)
+        except _Failed as failure:
+            return self.verdict(failure.outcome, str(failure), rule=failure.rule)
+
+    # ---- steps -------------------------------------------------------------------------------------------
+    def check_static(self) -> None:
+        self.ctx.progress("checking the candidate's source against the policy")
+        violations = check_source(self.ctx.solution.source, self.ctx.options.policy, self.ctx.reference_ops)
+        if violations:
+            first = violations[0]
+            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+            raise _Failed(Outcome.REJECTED, f"{first.message}{more}", rule=first.rule)
+
+    def new_worker(self) -> Worker:
+        ctx = self.ctx
+        limits = Limits(memory_mb=ctx.options.memory_mb, limit_address_space=ctx.platform.limit_address_space)
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(ctx.cache / "inductor"), "TRITON_CACHE_DIR": str(ctx.cache / "triton"),
+               "TORCH_EXTENSIONS_DIR": str(ctx.cache / "torch_extensions"), **ctx.platform.worker_environment()}
+        worker = Worker(ctx.cache / "builds", limits, env)
+        try:
+            worker.start(_WORKER_START_S)
+        except WorkerFailure as failure:
+            worker.close()
+            raise _Failed(Outcome.CRASHED, f"the worker did not start: {failure}") from None
+        return worker
+
+    def load(self, worker: Worker, solution: Path | None, compile_model: bool) -> None:
+        options = self.ctx.options
+        if solution is not None:
+            self.ctx.progress("building and loading the candidate")
+        reply = self.ask(worker, {"op": "load", "problem": str(self.ctx.problem.path),
+                                  "solution": None if solution is None else str(solution), "seed": options.seed,
+                                  "platform": self.ctx.platform.name, "compile": compile_model},
+                         options.build_timeout_s + options.timeout_s)
+        if solution is not None:
+            self.build_s = float(reply.get("build_s", 0.0))
+
+    def check_correctness(self, worker: Worker) -> None:
+        ctx = self.ctx
+        variants = ctx.problem.variant_count()
+        for trial in range(ctx.options.trials):
+            seed = _trial_seed(ctx.options, trial)
+            for variant in range(variants):
+                label = f"trial {trial + 1}/{ctx.options.trials}" + (f", variant {variant}" if variant else "")
+                ctx.progress(f"checking correctness: {label}")
+                self.check_one(worker, seed, variant, label)
+            self.trials_run += 1
+
+    def check_one(self, worker: Worker, seed: int, variant: int, label: str) -> None:
+        ctx = self.ctx
+        inputs = tensors.to_device(ctx.problem.inputs(seed, variant), ctx.platform.device)
+        reference_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        with torch.no_grad():
+            expected = ctx.reference_model(*reference_inputs)
+        if seed == _trial_seed(ctx.options, 0) and variant == 0:
+            warning = degenerate_warning(expected, ctx.options.tolerance)
+            if warning:
+                self.warnings.append(warning)
+        out_path = worker.path(f"run-{seed}-{variant}.pt")
+        reply = self.ask(worker, {"op": "run", "seed": seed, "variant": variant, "calls": 2,
+                                  "record_ops": ctx.options.policy.dynamic_checks, "out": str(out_path)},
+                         ctx.options.timeout_s)
+        violation = judge_dispatched_ops(set(reply.get("ops", [])), ctx.reference_ops, ctx.options.policy)
+        if violation:
+            raise _Failed(Outcome.REJECTED, violation.message, rule=violation.rule)
+        record = self.read_outputs(out_path)
+        outputs = record.get("outputs", [])
+        if len(outputs) != 2:
+            raise _Failed(Outcome.CRASHED, "the worker's output file is incomplete")
+        changed = inputs_changed(reference_inputs, record.get("inputs_after", []))
+        if changed:
+            raise _Failed(Outcome.INCORRECT, f"{label}: {changed}")
+        for call, output in enumerate(outputs):
+            comparison = compare(expected, output, ctx.options.tolerance)
+            self.comparison = self.comparison.merged(comparison)
+            if not comparison.ok:
+                which = "" if call == 0 else "second call on the same input: "
+                raise _Failed(Outcome.INCORRECT, f"{label}: {which}{comparison.reason}")
+
+    def measure(self, worker: Worker) -> Verdict:
+        ctx = self.ctx
+        eager = compiled = None
+        calibration: _TimingResult | None = None
+        reference_worker = self.new_worker() if ctx.options.baselines else None
+        try:
+            if reference_worker is not None and "eager" in ctx.options.baselines:
+                self.load(reference_worker, solution=None, compile_model=False)
+                ctx.progress("timing the reference (eager)")
+                calibration = self.time(reference_worker, trusted=True)
+                eager = calibration.stats
+            ctx.progress("timing the candidate")
+            candidate = self.time(worker, trusted=False)
+            self.cross_check_clock(candidate, calibration)
+            if reference_worker is not None and "compile" in ctx.options.baselines:
+                compiled = self.time_compiled(reference_worker)
+        finally:
+            if reference_worker is not None:
+                reference_worker.close()
+        return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
+                            f"{' and every input variant' if ctx.problem.variant_count() > 1 else ''}",
+                            timing=candidate.stats, eager=eager, compiled=compiled)
+
+    def time_compiled(self, reference_worker: Worker) -> TimingStats | None:
+        self.ctx.progress("timing the reference under torch.compile (the first run compiles)")
+        try:
+            self.load(reference_worker, solution=None, compile_model=True)
+            return self.time(reference_worker, trusted=True).stats
+        except _Failed as failure:
+            self.warnings.append(f"torch.compile baseline unavailable: {failure}")
+            return None
+
+    def time(self, worker: Worker, trusted: bool) -> _TimingResult:
+        ctx = self.ctx
+        settings = ctx.options.timing
+        randomizer = random.Random()
+        plan = TimingPlan(seed=_TIMING_SEED + ctx.options.seed, warmup_ms=settings.warmup_ms,
+                          rep_ms=settings.rep_ms, min_reps=settings.min_reps, max_reps=settings.max_reps,
+                          rotate=settings.rotate,
+                          spot_fractions=(round(randomizer.uniform(0.05, 0.95), 4), 1.0))
+        out_path = worker.path(f"timing-{time.monotonic_ns()}.pt")
+        started = time.monotonic_ns()
+        reply = self.ask(worker, {"op": "time", "plan": plan.__dict__, "out": str(out_path)},
+                         ctx.options.timeout_s + 2 * (settings.warmup_ms + settings.rep_ms) / 1000)
+        elapsed = time.monotonic_ns() - started
+        times = [int(t) for t in reply.get("times_ns", []) if isinstance(t, (int, float))]
+        if not times or any(t < 0 for t in times):
+            raise _Failed(Outcome.REJECTED, "the worker reported no valid timings", rule="dynamic.clock")
+        if not trusted:
+            self.spot_check(out_path, plan)
+        return _TimingResult(summarize(times), times, int(reply.get("loop_ns", 0)), elapsed, plan)
+
+    def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
+        ctx = self.ctx
+        spots = self.read_outputs(out_path)
+        if len(spots) < len(set(plan.spot_fractions)) - 1 or not spots:
+            raise _Failed(Outcome.REJECTED, "outputs produced while timing were not handed over",
+                          rule="dynamic.spot-check")
+        for key, output in spots.items():
+            index = int(key)
+            inputs = tensors.to_device(ctx.problem.inputs(plan.seed + index), ctx.platform.device)
+            with torch.no_grad():
+                expected = ctx.reference_model(*inputs)
+            comparison = compare(expected, output, ctx.options.tolerance)
+            if not comparison.ok:
+                raise _Failed(Outcome.INCORRECT, f"an output produced while timing (call {index}) is wrong: "
+                              f"{comparison.reason}")
+
+    def cross_check_clock(self, candidate: _TimingResult, calibration: _TimingResult | None) -> None:
+        """Compare what the worker's clock says with what this process's clock saw."""
+        reported = sum(candidate.times)
+        if candidate.loop_ns > candidate.elapsed_ns or reported > candidate.loop_ns:
+            raise _Failed(Outcome.REJECTED, "the worker's clocks contradict each other or the harness's clock",
+                          rule="dynamic.clock")
+        if calibration is None:
+            return
+        # Time outside the timed calls (input refresh, cache flush, messaging) per timed call, as seen by
+        # this process: the reference run, which is trusted, tells what it should be for this problem.
+        expected_overhead = (calibration.elapsed_ns - sum(calibration.times)) / len(calibration.times)
+        observed_overhead = (candidate.elapsed_ns - reported) / len(candidate.times)
+        unexplained = (observed_overhead - expected_overhead) * len(candidate.times)
+        allowance = max(reported, 0.25 * expected_overhead * len(candidate.times)) + 200e6
+        if unexplained > allowance:
+            raise _Failed(Outcome.REJECTED,
+                          f"the worker's timer reports {reported / 1e6:.1f} ms of calls, but this process saw "
+                          f"{unexplained / 1e6:.1f} ms more time pass than the protocol accounts for: work is "
+                          "hidden from the timer", rule="dynamic.clock")
+
+    # ---- plumbing ----------------------------------------------------------------------------------------
+    def ask(self, worker: Worker, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        try:
+            reply = worker.request(message, timeout_s)
+        except WorkerFailure as failure:
+            outcome = Outcome.TIMEOUT if failure.kind == "timeout" else Outcome.CRASHED
+            raise _Failed(outcome, str(failure)) from None
+        if reply.get("ok") is True:
+            return reply
+        kind = str(reply.get("kind", "runtime_error"))
+        outcome = Outcome(kind) if kind in Outcome._value2member_map_ else Outcome.RUNTIME_ERROR
+        rule = reply.get("rule")
+        raise _Failed(outcome, str(reply.get("message", "the worker reported a failure")),
+                      rule=str(rule) if rule else None)
+
+    def read_outputs(self, path: Path) -> dict[str, Any]:
+        try:
+            record = tensors.load(path)
+        except FileNotFoundError:
+            raise _Failed(Outcome.CRASHED, "the worker wrote no output file") from None
+        except Exception as exc:
+            raise _Failed(Outcome.REJECTED, f"the candidate's outputs could not be read safely: "
+                          f"{str(exc).splitlines()[0][:200]}", rule="dynamic.output-type") from None
+        if not isinstance(record, dict):
+            raise _Failed(Outcome.REJECTED, "the candidate's output file has the wrong structure",
+                          rule="dynamic.output-type")
+        return record
+
+    def verdict(self, outcome: Outcome, reason: str, rule: str | None = None, timing: TimingStats | None = None,
+                eager: TimingStats | None = None, compiled: TimingStats | None = None) -> Verdict:
+        total = time.perf_counter() - self.started
+        runtime = timing.median_ms if timing else None
+        compared = self.trials_run > 0 or outcome == Outcome.INCORRECT
+        return Verdict(
+            verdict=outcome, reason=reason, rule=rule, platform=self.ctx.platform.name,
+            language=self.ctx.solution.language, runtime_ms=runtime,
+            eager_ms=eager.median_ms if eager else None, compile_ms=compiled.median_ms if compiled else None,
+            speedup_vs_eager=_ratio(eager, timing), speedup_vs_compile=_ratio(compiled, timing),
+            max_abs_error=self.comparison.max_abs_error if compared else None,
+            max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
+            trials=self.trials_run, timing=timing, eager_timing=eager, compile_timing=compiled,
+            build_s=self.build_s, eval_s=total - (self.build_s or 0.0), warnings=self.warnings)
+
+
+@dataclass(frozen=True)
+class _TimingResult:
+    stats: TimingStats
+    times: list[int]
+    loop_ns: int
+    elapsed_ns: int
+    plan: TimingPlan
+
+
+def _ratio(baseline: TimingStats | None, candidate: TimingStats | None) -> float | None:
+    if baseline is None or candidate is None or candidate.median_ms <= 0:
+        return None
+    return baseline.median_ms / candidate.median_ms
+
+
+def _trial_seed(options: EvalOptions, trial: int) -> int:
+    return options.seed * 7919 + 101 * (trial + 1)

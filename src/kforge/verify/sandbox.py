@@ -1,0 +1,218 @@
+"""Worker processes: started with limits and a scrubbed environment, spoken to over pipes, killed when needed.
+
+What a worker gets: its own session (so the whole process group can be killed), its own temporary
+directory as working directory and HOME, an address-space limit where the platform allows one, no core
+dumps, and an environment reduced to an allowlist with anything that looks like a secret removed. The
+harness watches the worker's resident memory as well, and kills it on a wall-clock deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import resource
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import psutil
+
+import kforge
+
+_ENV_ALLOWED = re.compile(
+    r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|CC|CXX|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_[A-Z_]+|"
+    r"LD_LIBRARY_PATH|LIBRARY_PATH|CPATH|OMP_[A-Z_]+|MKL_[A-Z_]+|OPENBLAS_[A-Z_]+|KMP_[A-Z_]+|GOMP_[A-Z_]+|"
+    r"TORCH_CUDA_ARCH_LIST|MAX_JOBS|TRITON_[A-Z_]+|VIRTUAL_ENV|CONDA_PREFIX|PYTHONHASHSEED)$")
+_ENV_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.IGNORECASE)
+_LOG_TAIL_BYTES = 4000
+_MEMORY_POLL_S = 0.1
+
+
+class WorkerFailure(Exception):
+    """The worker did not answer: it died, hung past its deadline, or exceeded its memory."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "crashed" or "timeout"
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int | None = 8192
+    limit_address_space: bool = True
+
+
+def scrubbed_environment(extra: dict[str, str], home: Path) -> dict[str, str]:
+    """The worker's environment: allowlisted variables minus anything secret-looking, plus `extra`."""
+    env = {key: value for key, value in os.environ.items()
+           if _ENV_ALLOWED.match(key) and not _ENV_SECRET.search(key)}
+    package_root = str(Path(kforge.__file__).resolve().parent.parent)
+    env.update({"HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": package_root, "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(extra)
+    return env
+
+
+def _limit_child(limits: Limits) -> None:
+    """Runs in the child between fork and exec."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.memory_mb and limits.limit_address_space:
+        size = limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    with contextlib.suppress(Exception):  # die with the harness (Linux only)
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Worker:
+    """One sandboxed worker process. Use as a context manager; it is always killed on exit."""
+
+    def __init__(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str] | None = None) -> None:
+        self.limits = limits
+        self.directory = Path(tempfile.mkdtemp(prefix="kforge-worker-", dir=_fast_tmp()))
+        self.log_path = self.directory / "worker.log"
+        env = scrubbed_environment(extra_env or {}, self.directory)
+        read_fd, write_fd = os.pipe()
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker",
+                 "--reply-fd", str(write_fd), "--cache-dir", str(cache_dir)],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                cwd=self.directory, env=env, start_new_session=True,
+                preexec_fn=lambda: _limit_child(limits),
+            )
+        os.close(write_fd)
+        self._replies = os.fdopen(read_fd, "rb")
+        self._buffer = b""
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    def start(self, timeout_s: float) -> None:
+        """Wait for the worker's greeting (imports take a few seconds)."""
+        self._read_reply(timeout_s)
+
+    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and wait for its answer, or raise WorkerFailure."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._death() from None
+        return self._read_reply(timeout_s)
+
+    def _read_reply(self, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        fd = self._replies.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise WorkerFailure("timeout", f"no answer within {timeout_s:.0f} s (the worker was killed)")
+            ready, _, _ = select.select([fd], [], [], min(remaining, _MEMORY_POLL_S))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise self._death()
+                self._buffer += chunk
+            self._check_memory()
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            self.kill()
+            raise WorkerFailure("crashed", "the worker wrote something that is not a reply") from None
+        if not isinstance(reply, dict):
+            self.kill()
+            raise WorkerFailure("crashed", "the worker wrote something that is not a reply")
+        return reply
+
+    def _check_memory(self) -> None:
+        if not self.limits.memory_mb or self.process.poll() is not None:
+            return
+        try:
+            root = psutil.Process(self.process.pid)
+            resident = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+        except psutil.Error:
+            return
+        if resident > self.limits.memory_mb * 1024 * 1024:
+            self.kill()
+            raise WorkerFailure("crashed", f"exceeded the memory limit of {self.limits.memory_mb} MiB "
+                                f"(resident {resident >> 20} MiB; the worker was killed)")
+
+    def _death(self) -> WorkerFailure:
+        code = self.process.wait(timeout=30)
+        tail = self.log_tail()
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            what = f"the worker died of signal {name}"
+        else:
+            what = f"the worker exited with status {code}"
+        if "MemoryError" in tail or "std::bad_alloc" in tail or "Cannot allocate memory" in tail:
+            what += " after running out of memory (the worker's limit)"
+        return WorkerFailure("crashed", f"{what}{_last_lines(tail)}")
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(0, os.SEEK_END)
+                log.seek(max(0, log.tell() - _LOG_TAIL_BYTES))
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def close(self) -> None:
+        if self.process.poll() is None and self.process.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.process.stdin.write(b'{"op": "exit"}\n')
+                self.process.stdin.flush()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        self.kill()
+        # The candidate's own children, if any escaped the group, are not ours to chase: the group kill
+        # above ends everything it started in its session.
+        for stream in (self.process.stdin, self._replies):
+            with contextlib.suppress(Exception):
+                stream.close()
+        _remove_tree(self.directory)
+
+
+def _last_lines(text: str, count: int = 6) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return (":\n" + "\n".join(lines[-count:])) if lines else ""
+
+
+def _fast_tmp() -> str | None:
+    """A RAM-backed temporary directory where there is one: outputs travel through files."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,48 @@
+"""Moving tensors between the worker and the harness without trusting the worker.
+
+The worker writes plain tensors with torch.save; the harness reads them with `weights_only=True`, which
+builds only tensors and plain containers and never runs code a candidate could have placed in the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_PLAIN_LEAVES = (int, float, bool, type(None), str)
+
+
+class UnsafeOutput(ValueError):
+    """An output that is not a plain tensor, number or container of those."""
+
+
+def plain_copy(value: Any) -> Any:
+    """A detached copy made only of exact `torch.Tensor`s, numbers and tuples/lists; UnsafeOutput otherwise."""
+    if type(value) is torch.Tensor:
+        return value.detach().clone()
+    if isinstance(value, torch.Tensor):
+        raise UnsafeOutput(f"output is a tensor subclass ({type(value).__qualname__}), not a plain tensor")
+    if type(value) in (tuple, list):
+        return type(value)(plain_copy(item) for item in value)
+    if type(value) in _PLAIN_LEAVES:
+        return value
+    raise UnsafeOutput(f"output of type {type(value).__qualname__} is not a tensor, number or tuple/list")
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_device(item, device) for item in value)
+    return value
+
+
+def save(value: Any, path: Path) -> None:
+    torch.save(value, path)
+
+
+def load(path: Path) -> Any:
+    """Read what a worker wrote; only tensors and plain containers can come out."""
+    return torch.load(path, map_location="cpu", weights_only=True)

@@ -1,0 +1,103 @@
+"""The timing protocol (the loop runs inside the worker; the statistics are computed by the harness).
+
+Each timed call gets inputs whose contents were drawn afresh from the problem's own `get_inputs` with a
+new seed, copied into one of several rotating buffers, then the caches are flushed: caching by address or
+by content gains nothing and no call starts with its data warm. Only the call itself is timed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kforge.platforms.base import Platform
+from kforge.verify.verdict import TimingStats
+
+# A second clock, captured before any candidate code is imported, for the length of the whole loop.
+_loop_clock = time.monotonic_ns
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """How long to warm up and measure; durations are in milliseconds of timed calls."""
+
+    seed: int
+    warmup_ms: float = 100.0
+    rep_ms: float = 1000.0
+    min_reps: int = 10
+    max_reps: int = 300
+    rotate: int = 3
+    spot_fractions: tuple[float, ...] = (0.5, 1.0)
+
+
+@dataclass
+class TimingRun:
+    """What the worker measured: per-call nanoseconds, the loop's length, and the outputs kept for checking."""
+
+    times_ns: list[int] = field(default_factory=list)
+    loop_ns: int = 0
+    first_seed: int = 0
+    spot_outputs: dict[int, Any] = field(default_factory=dict)
+
+
+def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], list[Any]], platform: Platform,
+               plan: TimingPlan, keep: Callable[[Any], Any]) -> TimingRun:
+    """Prime, warm up, then time `call` on freshly drawn inputs; `keep` copies an output for spot checks.
+
+    Call number i (0-based, priming and warm-up included) sees the inputs of seed `plan.seed + i`.
+    """
+    buffers = [make_inputs(plan.seed + slot) for slot in range(plan.rotate)]
+    run = TimingRun(first_seed=plan.seed)
+    index = 0
+
+    def timed_call() -> tuple[Any, int]:
+        nonlocal index
+        slot = buffers[index % plan.rotate]
+        _refresh(slot, make_inputs(plan.seed + index))
+        platform.flush_cache()
+        platform.synchronize()
+        result, elapsed = platform.time_call(lambda: call(slot))
+        index += 1
+        return result, elapsed
+
+    loop_start = _loop_clock()
+    timed_call()  # priming: first-call costs (lazy init, compilation) stay out of every figure
+    warm: list[int] = []
+    while len(warm) < 3 or (sum(warm) < plan.warmup_ms * 1e6 and len(warm) < plan.max_reps):
+        warm.append(timed_call()[1])
+    estimate = max(statistics.median(warm), 1)
+    reps = int(min(plan.max_reps, max(plan.min_reps, math.ceil(plan.rep_ms * 1e6 / estimate))))
+    first_rep = index
+    spots = {first_rep + min(reps - 1, max(0, math.ceil(fraction * reps) - 1)) for fraction in plan.spot_fractions}
+    for _ in range(reps):
+        current = index
+        result, elapsed = timed_call()
+        run.times_ns.append(elapsed)
+        if current in spots:
+            run.spot_outputs[current] = keep(result)
+    run.loop_ns = _loop_clock() - loop_start
+    return run
+
+
+def _refresh(slot: list[Any], fresh: list[Any]) -> None:
+    """Copy fresh contents into the rotating buffers in place, keeping their addresses."""
+    for position, value in enumerate(fresh):
+        target = slot[position]
+        if isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor) and target.shape == value.shape:
+            target.copy_(value)
+        else:
+            slot[position] = value
+
+
+def summarize(times_ns: list[int]) -> TimingStats:
+    """Median, mean, extremes and interquartile range of per-call times, in milliseconds."""
+    times = sorted(t / 1e6 for t in times_ns)
+    quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times), min_ms=times[0],
+                       max_ms=times[-1], iqr_ms=quartiles[2] - quartiles[0], repeats=len(times))

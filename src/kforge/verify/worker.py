@@ -1,0 +1,200 @@
+"""The sandboxed worker: the only process in which a candidate's code ever runs.
+
+Started by `sandbox.Worker` as `python -m kforge.verify.worker --reply-fd N`. It reads one JSON request
+per line on stdin and answers one JSON line on the reply descriptor; anything the candidate prints goes
+to the log the harness keeps. Everything this process reports is treated by the harness as untrusted:
+outputs travel as files read back with `weights_only`, and every comparison happens in the harness.
+
+Import order matters: the clocks and the tamper snapshot are taken here, before any candidate import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import kforge.platforms.cpu  # noqa: F401  (captures its clock before any candidate code exists)
+from kforge.platforms import Platform, get_platform
+from kforge.problem import Problem, import_file, load_problem
+from kforge.verify import tensors
+from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
+from kforge.verify.ops import record_ops
+from kforge.verify.tamper import TamperWatch
+from kforge.verify.timing import TimingPlan, run_timing
+
+_TRACEBACK_LINES = 12
+
+
+class RequestFailed(Exception):
+    """A request that ends in a verdict-worthy failure of the candidate."""
+
+    def __init__(self, kind: str, message: str, rule: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.rule = rule
+
+
+class WorkerState:
+    def __init__(self, cache_dir: Path) -> None:
+        self.builds = BuildRecorder(cache_dir)
+        self.builds.install()
+        self.watch = TamperWatch()
+        self.platform: Platform | None = None
+        self.problem: Problem | None = None
+        self.model: Any = None
+
+    # ---- requests ----------------------------------------------------------------------------------------
+    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.platform = get_platform(request["platform"])
+        self.problem = load_problem(request["problem"], check_runs=False)
+        seed = int(request["seed"])
+        solution = request.get("solution")
+        if solution is None:
+            model_class = self.problem.model_class
+        else:
+            module = self._import_candidate(Path(solution))
+            model_class = getattr(module, "ModelNew", None)
+            if model_class is None:
+                raise RequestFailed("runtime_error", "the solution defines no ModelNew")
+        torch.manual_seed(seed)
+        try:
+            model = model_class(*self.problem.init_inputs())
+            model = model.to(self.platform.device) if isinstance(model, torch.nn.Module) else model
+        except Exception as exc:
+            raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
+        if request.get("compile"):
+            model = torch.compile(model)
+        self.model = model
+        self._check_tamper()
+        return {"build_s": self.builds.seconds, "builds": self.builds.builds}
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        problem, platform = self._ready()
+        inputs = tensors.to_device(problem.inputs(int(request["seed"]), int(request.get("variant", 0))),
+                                   platform.device)
+        outputs = []
+        ops: set[str] = set()
+        for _ in range(int(request.get("calls", 2))):
+            threads_before = threading.active_count()
+            output, called_ops = self._call(inputs, record=bool(request.get("record_ops", True)))
+            ops |= called_ops
+            outputs.append(self._keep(output))
+            if threading.active_count() > threads_before:
+                raise RequestFailed("rejected", "the candidate left a thread running after it returned",
+                                    rule="dynamic.thread")
+        tensors.save({"outputs": outputs, "inputs_after": tensors.plain_copy(inputs)}, Path(request["out"]))
+        return {"ops": sorted(ops)}
+
+    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+        problem, platform = self._ready()
+        variant = int(request.get("variant", 0))
+        plan = TimingPlan(**request["plan"])
+
+        def make_inputs(seed: int) -> list[Any]:
+            return tensors.to_device(problem.inputs(seed, variant), platform.device)
+
+        with torch.no_grad():
+            result = run_timing(lambda inputs: self.model(*inputs), make_inputs, platform, plan, self._keep)
+        self._check_tamper()
+        tensors.save({str(index): value for index, value in result.spot_outputs.items()}, Path(request["out"]))
+        return {"times_ns": result.times_ns, "loop_ns": result.loop_ns, "spots": sorted(result.spot_outputs)}
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+    def _ready(self) -> tuple[Problem, Platform]:
+        if self.problem is None or self.platform is None or self.model is None:
+            raise RequestFailed("runtime_error", "no model loaded")
+        return self.problem, self.platform
+
+    def _import_candidate(self, path: Path) -> Any:
+        try:
+            return import_file(path, "kforge_candidate")
+        except BuildFailure as exc:
+            raise RequestFailed("compile_error", compiler_errors(exc.log)) from None
+        except BaseException as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, BuildFailure):
+                raise RequestFailed("compile_error", compiler_errors(cause.log)) from None
+            raise RequestFailed("runtime_error", f"importing the solution failed: {_describe(exc)}") from None
+
+    def _call(self, inputs: list[Any], record: bool) -> tuple[Any, set[str]]:
+        _, platform = self._ready()
+        try:
+            with torch.no_grad():
+                if record:
+                    output, ops = record_ops(lambda: self.model(*inputs))
+                else:
+                    output, ops = self.model(*inputs), set()
+                platform.synchronize()
+        except Exception as exc:
+            raise RequestFailed("runtime_error", f"forward failed: {_describe(exc)}") from exc
+        self._check_tamper()
+        return output, ops
+
+    def _keep(self, output: Any) -> Any:
+        try:
+            return tensors.plain_copy(output)
+        except tensors.UnsafeOutput as exc:
+            raise RequestFailed("rejected", str(exc), rule="dynamic.output-type") from None
+
+    def _check_tamper(self) -> None:
+        changed = self.watch.changed()
+        if changed:
+            raise RequestFailed("rejected", f"the candidate rebound {', '.join(changed[:5])}",
+                                rule="dynamic.tamper")
+
+
+def _describe(exc: BaseException) -> str:
+    lines = traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines).strip()
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if "kforge" not in frame.filename.replace("\\", "/").split("/")[-3:-1]]
+    if frames:
+        frame = frames[-1]
+        text += f"\n  at {Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+    return "\n".join(text.splitlines()[-_TRACEBACK_LINES:])
+
+
+def serve(state: WorkerState, requests: Any, reply: Any) -> None:
+    handlers = {"load": state.load, "run": state.run, "time": state.time}
+    for line in requests:
+        request = json.loads(line)
+        op = request.get("op")
+        if op == "exit":
+            return
+        started = time.perf_counter()
+        try:
+            answer = {"ok": True, **handlers[op](request)}
+        except RequestFailed as exc:
+            answer = {"ok": False, "kind": exc.kind, "message": str(exc), "rule": exc.rule}
+        except MemoryError:
+            answer = {"ok": False, "kind": "runtime_error", "message": "out of memory (the worker's limit)"}
+        except Exception as exc:
+            answer = {"ok": False, "kind": "runtime_error", "message": _describe(exc)}
+        answer["worker_s"] = time.perf_counter() - started
+        reply.write(json.dumps(answer) + "\n")
+        reply.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="kforge evaluation worker (started by the harness)")
+    parser.add_argument("--reply-fd", type=int, required=True)
+    parser.add_argument("--cache-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    reply = os.fdopen(args.reply_fd, "w", buffering=1)
+    state = WorkerState(args.cache_dir)
+    reply.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid()}) + "\n")
+    reply.flush()
+    serve(state, sys.stdin, reply)
+
+
+if __name__ == "__main__":
+    main()
