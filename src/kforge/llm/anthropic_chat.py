@@ -45,9 +45,7 @@ class AnthropicChatModel(ProviderChatModel):
         prices: PriceTable | None = None,
     ) -> None:
         # max_retries=0: retries are kforge's (see retry.py), so each is logged and its backoff configurable.
-        self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
         secret = self._client.api_key or getattr(self._client, "auth_token", None)
         if not secret and getattr(self._client, "credentials", None) is None:
             raise MissingAPIKey(f"anthropic:{model}: no API key; set {KEY_ENV}")
@@ -55,9 +53,7 @@ class AnthropicChatModel(ProviderChatModel):
         super().__init__(
             ModelSpec("anthropic", model, url), retry=retry or RetryPolicy(), prices=prices or load_prices()
         )
-        self._context = CallContext(
-            model=str(self.spec), url=url, key_env=KEY_ENV, timeout_s=timeout_s, secret=secret
-        )
+        self._context = CallContext(model=str(self.spec), url=url, key_env=KEY_ENV, timeout_s=timeout_s, secret=secret)
 
     def _send(
         self,
@@ -130,9 +126,7 @@ class AnthropicChatModel(ProviderChatModel):
         if not complete:
             raise truncated_stream(self._context)
         usage = (
-            None
-            if prompt_tokens is None
-            else Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            None if prompt_tokens is None else Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         )
         return Reply(text="".join(text), usage=usage, model=model, stop_reason=stop_reason)
 

@@ -83,7 +83,6 @@ class ProviderChatModel(ABC):
         reply = call_with_retries(
             lambda: self._send(messages, max_tokens=max_tokens, temperature=temperature, on_delta=on_delta),
             self.retry,
-            what=str(self.spec),
         )
         return Completion(
             text=reply.text,

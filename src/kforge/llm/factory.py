@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from kforge.llm.anthropic_chat import AnthropicChatModel
-from kforge.llm.base import ChatModel, ProviderChatModel
+from collections.abc import Callable
+
+from kforge.llm.base import ChatModel
 from kforge.llm.errors import LLMError
-from kforge.llm.openai_chat import OpenAIChatModel
 from kforge.llm.prices import PriceTable
 from kforge.llm.retry import RetryPolicy
 
-PROVIDERS: dict[str, type[ProviderChatModel]] = {
-    "openai": OpenAIChatModel,
-    "anthropic": AnthropicChatModel,
-}
+# Each SDK takes a second or more to import, so only the provider asked for is loaded.
+
+
+def _openai() -> Callable[..., ChatModel]:
+    from kforge.llm.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel
+
+
+def _anthropic() -> Callable[..., ChatModel]:
+    from kforge.llm.anthropic_chat import AnthropicChatModel
+
+    return AnthropicChatModel
+
+
+# name -> loader of the class, whose constructor takes (model, *, base_url, api_key, timeout_s, retry, prices)
+PROVIDERS: dict[str, Callable[[], Callable[..., ChatModel]]] = {"openai": _openai, "anthropic": _anthropic}
 
 
 class UnknownProvider(LLMError):
@@ -41,6 +54,5 @@ def make_chat_model(
 ) -> ChatModel:
     """A chat model for `PROVIDER:MODEL`. Keys and base URLs not given are read from the SDK's variables."""
     provider, model = parse_model_name(name)
-    return PROVIDERS[provider](  # type: ignore[call-arg]
-        model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, retry=retry, prices=prices
-    )
+    chat_model_class = PROVIDERS[provider]()
+    return chat_model_class(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, retry=retry, prices=prices)

@@ -86,6 +86,4 @@ class Completion(BaseModel):
     latency_s: float = Field(description="seconds the caller waited, retries included")
     cost_usd: float | None = Field(default=None, description="None when the model has no price")
     cached: bool = False
-    stop_reason: str | None = Field(
-        default=None, description="as the provider says it: stop, length, end_turn..."
-    )
+    stop_reason: str | None = Field(default=None, description="as the provider says it: stop, length, end_turn...")

@@ -49,18 +49,13 @@ class OpenAIChatModel(ProviderChatModel):
         key = api_key or os.environ.get(KEY_ENV)
         if not key:
             raise MissingAPIKey(
-                f"openai:{model}: no API key; set {KEY_ENV}"
-                " (any value will do for a local server that checks none)"
+                f"openai:{model}: no API key; set {KEY_ENV} (any value will do for a local server that checks none)"
             )
         # max_retries=0: retries are kforge's (see retry.py), so each is logged and its backoff configurable.
         self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0)
         url = public_url(str(self._client.base_url))
-        super().__init__(
-            ModelSpec("openai", model, url), retry=retry or RetryPolicy(), prices=prices or load_prices()
-        )
-        self._context = CallContext(
-            model=str(self.spec), url=url, key_env=KEY_ENV, timeout_s=timeout_s, secret=key
-        )
+        super().__init__(ModelSpec("openai", model, url), retry=retry or RetryPolicy(), prices=prices or load_prices())
+        self._context = CallContext(model=str(self.spec), url=url, key_env=KEY_ENV, timeout_s=timeout_s, secret=key)
         # OpenAI's own service wants max_completion_tokens (its reasoning models refuse max_tokens), while
         # compatible servers (vLLM, llama.cpp, Ollama...) all understand max_tokens.
         official = urlsplit(url).hostname == "api.openai.com"
@@ -84,9 +79,7 @@ class OpenAIChatModel(ProviderChatModel):
         try:
             if on_delta is None:
                 return self._reply(self._client.chat.completions.create(**params))
-            stream = self._client.chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
-            )
+            stream = self._client.chat.completions.create(**params, stream=True, stream_options={"include_usage": True})
             return self._read_stream(stream, on_delta)
         except LLMError:
             raise

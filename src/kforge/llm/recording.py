@@ -80,9 +80,7 @@ class RecordingChatModel:
 
         if self.budget is not None:
             self.budget.check()
-        completion = self.model.complete(
-            messages, max_tokens=max_tokens, temperature=temperature, on_delta=on_delta
-        )
+        completion = self.model.complete(messages, max_tokens=max_tokens, temperature=temperature, on_delta=on_delta)
         if self.budget is not None:
             self.budget.charge(completion)
         self.store.record_llm_call(
@@ -107,9 +105,7 @@ class RecordingChatModel:
             on_delta(earlier.response_text)
         usage = None
         if earlier.prompt_tokens is not None:
-            usage = Usage(
-                prompt_tokens=earlier.prompt_tokens, completion_tokens=earlier.completion_tokens or 0
-            )
+            usage = Usage(prompt_tokens=earlier.prompt_tokens, completion_tokens=earlier.completion_tokens or 0)
         self.store.record_llm_call(
             self.run_id,
             attempt_id=self.attempt_id,

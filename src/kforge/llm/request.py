@@ -41,9 +41,7 @@ def _describe(message: Message) -> dict[str, Any]:
     for part in message.content:
         if isinstance(part, ImagePart):
             digest = hashlib.sha256(part.data).hexdigest()
-            parts.append(
-                {"type": "image", "media_type": part.media_type, "sha256": digest, "bytes": len(part.data)}
-            )
+            parts.append({"type": "image", "media_type": part.media_type, "sha256": digest, "bytes": len(part.data)})
         else:
             parts.append({"type": "text", "text": part.text})
     return {"role": message.role, "content": parts}

@@ -42,10 +42,9 @@ def call_with_retries(
     call: Callable[[], T],
     policy: RetryPolicy,
     *,
-    what: str,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Run `call`, retrying the retryable `LLMError`s it raises; `what` names the model in log lines."""
+    """Run `call`, retrying the retryable `LLMError`s it raises."""
     for retry in range(policy.retries + 1):
         try:
             return call()
@@ -62,6 +61,6 @@ def call_with_retries(
                     f" {policy.max_retry_after_s:.0f} s kforge waits; try again later."
                 ) from error
             delay = policy.delay_s(retry, error)
-            log.warning("%s: %s; retry %d of %d in %.1f s", what, error, retry + 1, policy.retries, delay)
+            log.warning("%s; retry %d of %d in %.1f s", error, retry + 1, policy.retries, delay)
             sleep(delay)
     raise AssertionError("unreachable: the loop returns or raises")

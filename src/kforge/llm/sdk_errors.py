@@ -79,22 +79,20 @@ def _translate(err: BaseException, sdk: SdkExceptions, ctx: CallContext) -> LLME
         return _from_status(err, ctx)
     if isinstance(err, (sdk.timeout, *_http_timeouts())):
         return LLMTimeout(
-            f"{where}: no answer for {ctx.timeout_s:g} s;"
-            " raise the timeout (KFORGE_TIMEOUT_S) if the model is slow"
+            f"{where}: no answer for {ctx.timeout_s:g} s; raise the timeout (KFORGE_TIMEOUT_S) if the model is slow"
         )
     if isinstance(err, (sdk.connection, *_http_errors())):
         cause = err.__cause__ or err
-        return ServerUnreachable(
-            f"{where}: connection failed or dropped ({type(cause).__name__}: {cause});"
-            " check that the server is running and the base URL is right"
-        )
+        if isinstance(cause, _http_connect_errors()):
+            return ServerUnreachable(
+                f"{where}: cannot connect ({cause}); check that the server is running and the base URL is right"
+            )
+        return ServerUnreachable(f"{where}: the connection dropped ({type(cause).__name__}: {cause})")
     if isinstance(err, sdk.base):
         detail = _detail(getattr(err, "body", None)) or str(err)
         return ServerError(f"{where}: the server reported an error mid-reply: {_clip(detail)}")
     if isinstance(err, json.JSONDecodeError):
-        return MalformedResponse(
-            f"{where}: the reply is not valid JSON ({err}); is the base URL an API endpoint?"
-        )
+        return MalformedResponse(f"{where}: the reply is not valid JSON ({err}); is the base URL an API endpoint?")
     return None
 
 
@@ -159,6 +157,10 @@ def _http_errors() -> tuple[type[BaseException], ...]:
     return tuple(m.RequestError for m in _http_modules())
 
 
+def _http_connect_errors() -> tuple[type[BaseException], ...]:
+    return tuple(m.ConnectError for m in _http_modules())
+
+
 def _http_timeouts() -> tuple[type[BaseException], ...]:
     return tuple(m.TimeoutException for m in _http_modules())
 
@@ -173,4 +175,4 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host  # an IPv6 address
     netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
