@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kforge.llm import RetryPolicy
+
+# Backoffs short enough that a suite full of retries runs in seconds.
+FAST_RETRY = RetryPolicy(retries=2, initial_delay_s=0.01, max_delay_s=0.05)
+
 
 @dataclass
 class Scripted:

@@ -37,9 +37,7 @@ WRITER = textwrap.dedent(
 def test_sigkill_mid_run_loses_nothing_committed(tmp_path: Path) -> None:
     path = tmp_path / "kforge.db"
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, env=env
-    )
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, env=env)
     assert writer.stdout is not None
     last = -1
     for line in writer.stdout:

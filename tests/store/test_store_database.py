@@ -100,9 +100,7 @@ def test_best_attempt_is_the_fastest_correct_one(store: Store) -> None:
     outcomes = [("incorrect", 0.1), ("correct", 2.0), ("correct", 0.9), ("timeout", None), ("correct", 0.9)]
     attempts = []
     for i, (outcome, runtime) in enumerate(outcomes):
-        attempt = store.record_attempt(
-            run.id, source=f"s{i}", language="cpp", platform="cpu", made_by="agent"
-        )
+        attempt = store.record_attempt(run.id, source=f"s{i}", language="cpp", platform="cpu", made_by="agent")
         store.record_evaluation(attempt.id, verdict(outcome, runtime))
         attempts.append(attempt)
     best = store.best_attempt(run.id)

@@ -1,0 +1,13 @@
+"""Trick candidate for tests/problems/leaky_scale.py: Raises from forward."""
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, cols: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(cols))
+
+    def forward(self, x):
+        raise ValueError("kernel launch configuration is invalid")

@@ -1,0 +1,40 @@
+"""Trick candidate for tests/problems/leaky_scale.py: An honest-looking kernel with a wrong constant (slope 0.2, not 0.1)."""
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CPP = r"""
+#include <torch/extension.h>
+
+torch::Tensor leaky_scale(torch::Tensor x, torch::Tensor scale) {
+    auto xc = x.contiguous();
+    auto out = torch::empty_like(xc);
+    const int64_t cols = scale.numel();
+    const int64_t rows = xc.numel() / cols;
+    const float* px = xc.data_ptr<float>();
+    const float* ps = scale.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    #pragma omp parallel for
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+            float y = px[r * cols + c] * ps[c];
+            po[r * cols + c] = y > 0.0f ? y : 0.1f * y;
+        }
+    }
+    return out;
+}
+"""
+
+ext = load_inline(name="kforge_test_leaky_scale", cpp_sources=CPP, functions=["leaky_scale"],
+                  extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, cols: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(cols))
+
+    def forward(self, x):
+        y = ext.leaky_scale(x, self.scale)
+        return y + torch.where(y < 0, y, torch.zeros_like(y))

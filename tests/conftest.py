@@ -1,0 +1,38 @@
+"""Shared fixtures: where the test problems and candidates live, and fast evaluation settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kforge.verify.evaluate import EvalOptions, TimingSettings
+from kforge.verify.policy import Policy
+
+TESTS = Path(__file__).parent
+PROBLEMS = TESTS / "problems"
+CANDIDATES = TESTS / "candidates"
+EXAMPLES = TESTS.parent / "examples"
+
+# Short timing so the suite stays quick on two cores; the protocol is the same as the default.
+FAST_TIMING = TimingSettings(warmup_ms=20, rep_ms=100, min_reps=5, max_reps=60, rotate=2)
+
+
+def fast_options(**changes: object) -> EvalOptions:
+    base = {"platform": "cpu", "trials": 2, "baselines": (), "timing": FAST_TIMING, "timeout_s": 60.0}
+    base.update(changes)
+    return EvalOptions(**base)  # type: ignore[arg-type]
+
+
+POLICY_OFF = Policy(static_checks=False, dynamic_checks=False)
+STATIC_OFF = Policy(static_checks=False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,169 @@
+"""Every known way a kernel can fake a win, each as a candidate the harness must reject or see through.
+
+Where a trick is stopped by the static policy, it is run a second time with static checks off, to show
+that the next line of defence (dynamic policy, isolation, or the measurement itself) holds as well.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kforge.verify.evaluate import evaluate
+from kforge.verify.verdict import Outcome
+from tests.conftest import CANDIDATES, PROBLEMS, STATIC_OFF, fast_options
+from kforge.verify.policy import Policy
+
+LEAKY = PROBLEMS / "leaky_scale.py"
+TRICKS = CANDIDATES / "leaky_scale"
+
+
+def judge(candidate: str, policy: Policy | None = None, **changes: object):
+    options = fast_options(**({"policy": policy} if policy else {}), **changes)
+    return evaluate(LEAKY, TRICKS / f"{candidate}.py", options)
+
+
+# candidate, expected outcome, expected rule (None: no rule), with the default (strict) policy
+STATIC_CATCHES = [
+    ("dynamic_name_delegation", Outcome.REJECTED, "static.dynamic-name"),
+    ("layer_delegation", Outcome.REJECTED, "static.framework-compute"),
+    ("patched_clock", Outcome.REJECTED, "static.import"),
+    ("patched_timer_module", Outcome.REJECTED, "static.introspection"),
+    ("process_search", Outcome.REJECTED, "static.introspection"),
+    ("thread_after_return", Outcome.REJECTED, "static.concurrency"),
+    ("patched_comparison", Outcome.REJECTED, "static.monkeypatch"),
+    ("read_secrets", Outcome.REJECTED, "static.io"),
+    ("exit_process", Outcome.REJECTED, "static.process"),
+    ("segfault", Outcome.REJECTED, "static.introspection"),
+    ("try_fallback", Outcome.REJECTED, "static.try-except"),
+    ("compiled", Outcome.REJECTED, "static.compiler"),
+]
+
+
+@pytest.mark.parametrize(("candidate", "outcome", "rule"), STATIC_CATCHES)
+def test_static_policy_rejects_before_running(candidate: str, outcome: Outcome, rule: str) -> None:
+    verdict = judge(candidate)
+    assert verdict.verdict == outcome, verdict.reason
+    assert verdict.rule == rule, verdict.reason
+    assert verdict.build_s is None, "a statically rejected candidate must never reach the worker"
+
+
+# The same tricks with the static policy off: the dynamic defences must hold on their own.
+DYNAMIC_CATCHES = [
+    ("dynamic_name_delegation", {Outcome.REJECTED}, "dynamic.framework-op"),
+    ("layer_delegation", {Outcome.REJECTED}, "dynamic.framework-op"),
+    ("patched_clock", {Outcome.REJECTED}, "dynamic.tamper"),
+    ("patched_timer_module", {Outcome.REJECTED}, "dynamic.tamper"),
+    ("patched_comparison", {Outcome.REJECTED}, "dynamic.tamper"),
+    ("process_search", {Outcome.INCORRECT}, None),
+    ("thread_after_return", {Outcome.REJECTED, Outcome.INCORRECT}, None),
+    ("tensor_subclass", {Outcome.REJECTED}, "dynamic.output-type"),
+    ("compiled", {Outcome.REJECTED}, "dynamic.framework-op"),
+]
+
+
+@pytest.mark.parametrize(("candidate", "outcomes", "rule"), DYNAMIC_CATCHES)
+def test_dynamic_defences_hold_without_static_checks(candidate: str, outcomes: set[Outcome],
+                                                     rule: str | None) -> None:
+    verdict = judge(candidate, STATIC_OFF)
+    assert verdict.verdict in {o.value for o in outcomes}, verdict.reason
+    if rule:
+        assert verdict.rule == rule, verdict.reason
+
+
+def test_answer_written_over_input_fails() -> None:
+    verdict = judge("answer_over_input")
+    assert verdict.verdict == Outcome.INCORRECT
+    assert "modified input 0" in verdict.reason
+
+
+def test_cache_by_address_fails() -> None:
+    verdict = judge("cache_by_address")
+    assert verdict.verdict == Outcome.INCORRECT, verdict.reason
+
+
+def test_replay_after_warmup_is_caught_by_spot_checks() -> None:
+    verdict = judge("replay_after_warmup")
+    assert verdict.verdict == Outcome.INCORRECT, verdict.reason
+    assert "while timing" in verdict.reason
+
+
+def test_cache_by_sampled_elements_gains_nothing() -> None:
+    # A miss costs 30 kernel runs; a hit costs nothing. Fresh inputs on every timed call mean every call
+    # misses, so the median is the slow path's time, far above a single kernel run (well under 1 ms).
+    verdict = judge("cache_by_samples")
+    assert verdict.verdict == Outcome.CORRECT, verdict.reason
+    honest = judge("honest")
+    assert verdict.runtime_ms is not None and honest.runtime_ms is not None
+    assert verdict.runtime_ms > 5 * honest.runtime_ms
+
+
+def test_zeros_cannot_pass_a_problem_with_tiny_outputs() -> None:
+    options = fast_options()
+    verdict = evaluate(PROBLEMS / "tiny_outputs.py", CANDIDATES / "tiny_outputs" / "zeros.py", options)
+    assert verdict.verdict == Outcome.INCORRECT
+    assert "relative error norm" in verdict.reason
+    assert any("below atol" in warning for warning in verdict.warnings)
+
+
+def test_secrets_never_reach_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-kforge-test-secret-4242"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    verdict = judge("read_secrets", STATIC_OFF)
+    assert verdict.verdict == Outcome.RUNTIME_ERROR
+    assert "OPENAI_API_KEY" in verdict.reason  # the KeyError names the variable, never its value
+    assert secret not in verdict.model_dump_json()
+    assert os.environ["OPENAI_API_KEY"] == secret
+
+
+def test_os_exit_is_contained() -> None:
+    verdict = judge("exit_process", STATIC_OFF)
+    assert verdict.verdict == Outcome.CRASHED
+    assert "exited with status 3" in verdict.reason
+
+
+def test_segfault_is_contained() -> None:
+    verdict = judge("segfault", STATIC_OFF)
+    assert verdict.verdict == Outcome.CRASHED
+    assert "SIGSEGV" in verdict.reason
+
+
+def test_infinite_loop_times_out() -> None:
+    verdict = judge("infinite_loop", timeout_s=5.0)
+    assert verdict.verdict == Outcome.TIMEOUT
+    assert "5 s" in verdict.reason
+
+
+def test_memory_hog_is_stopped() -> None:
+    verdict = judge("memory_hog", memory_mb=1536)
+    assert verdict.verdict in {Outcome.CRASHED, Outcome.RUNTIME_ERROR}, verdict.reason
+    assert "memory" in verdict.reason.lower()
+
+
+def test_exception_in_forward_is_a_runtime_error() -> None:
+    verdict = judge("raises")
+    assert verdict.verdict == Outcome.RUNTIME_ERROR
+    assert "kernel launch configuration is invalid" in verdict.reason
+
+
+def test_wrong_constant_is_incorrect() -> None:
+    verdict = judge("wrong_slope", STATIC_OFF.model_copy(update={"dynamic_checks": False}))
+    assert verdict.verdict == Outcome.INCORRECT
+    assert "out of tolerance" in verdict.reason
+
+
+def test_compile_error_reports_the_compiler_line() -> None:
+    verdict = judge("compile_error")
+    assert verdict.verdict == Outcome.COMPILE_ERROR
+    assert "error" in verdict.reason and "main.cpp" in verdict.reason
+
+
+def test_honest_candidate_passes_and_is_cached_on_the_second_evaluation() -> None:
+    first = judge("honest")
+    assert first.verdict == Outcome.CORRECT, first.reason
+    assert first.trials == 2 and first.runtime_ms is not None and first.runtime_ms > 0
+    assert first.max_abs_error is not None and first.max_abs_error < 1e-5
+    second = judge("honest")
+    assert second.verdict == Outcome.CORRECT
+    assert second.build_s is not None and second.build_s < 5.0, "the second build must come from the cache"
