@@ -73,7 +73,9 @@ class AnthropicChatModel(ProviderChatModel):
         if system:
             params["system"] = system
         if temperature is not None:
-            params["temperature"] = temperature
+            # Through extra_body: recent SDK releases dropped the `temperature` argument, yet the API and
+            # compatible servers still take the field.
+            params["extra_body"] = {"temperature": temperature}
         try:
             if on_delta is None:
                 return self._reply(self._client.messages.create(**params))
