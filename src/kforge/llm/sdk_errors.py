@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from urllib.parse import urlsplit, urlunsplit
 
 from kforge.llm.errors import (
@@ -165,7 +166,7 @@ def _http_timeouts() -> tuple[type[BaseException], ...]:
     return tuple(m.TimeoutException for m in _http_modules())
 
 
-def _http_modules() -> list:
+def _http_modules() -> list[ModuleType]:
     return [sys.modules[name] for name in ("httpx2", "httpx") if name in sys.modules]
 
 

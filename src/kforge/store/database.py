@@ -29,6 +29,7 @@ from kforge.store.records import (
     ScoredAttempt,
     text_hash,
 )
+from kforge.store.rows import attempt_from, evaluation_from, llm_call_from, profile_from, run_from
 from kforge.store.schema import migrate, schema_version
 
 # A run's settings are stored for later inspection; a key that looks like a credential is dropped so a
@@ -44,20 +45,27 @@ class Store:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path).expanduser() if path is not None else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: autocommit, so each statement commits on its own.
             self._conn = sqlite3.connect(
                 self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open run database {self.path}: {err}") from None
+        try:
             self._conn.execute("PRAGMA journal_mode = WAL")
             # With WAL, NORMAL survives a killed process (only a power cut can lose the last commits).
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.migrated_from = migrate(self._conn)
         except sqlite3.DatabaseError as err:
+            self._conn.close()
             raise StoreError(f"cannot open run database {self.path}: {err}") from None
+        except StoreError:
+            self._conn.close()
+            raise
 
     @property
     def schema_version(self) -> int:
@@ -119,17 +127,20 @@ class Store:
 
     def get_run(self, run_id: int) -> Run | None:
         row = self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return _run(row) if row else None
+        return run_from(row) if row else None
 
     def list_runs(self, *, limit: int | None = None, status: RunStatus | None = None) -> list[Run]:
         """Runs, newest first."""
-        sql, args = "SELECT * FROM runs", []
+        sql = "SELECT * FROM runs"
+        args: list[object] = []
         if status is not None:
-            sql, args = sql + " WHERE status = ?", [status]
+            sql += " WHERE status = ?"
+            args.append(status)
         sql += " ORDER BY id DESC"
         if limit is not None:
-            sql, args = sql + " LIMIT ?", [*args, limit]
-        return [_run(r) for r in self._all(sql, tuple(args))]
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [run_from(r) for r in self._all(sql, tuple(args))]
 
     # attempts and evaluations
 
@@ -160,13 +171,11 @@ class Store:
                 _now(),
             ),
         )
-        return _attempt(self._row("attempts", row_id))
+        return attempt_from(self._row("attempts", row_id))
 
     def attempts_of(self, run_id: int) -> list[Attempt]:
         """A run's attempts in the order they were made."""
-        return [
-            _attempt(r) for r in self._all("SELECT * FROM attempts WHERE run_id = ? ORDER BY id", (run_id,))
-        ]
+        return [attempt_from(r) for r in self._all("SELECT * FROM attempts WHERE run_id = ? ORDER BY id", (run_id,))]
 
     def find_attempt(self, run_id: int, source_hash: str) -> Attempt | None:
         """The run's first attempt with this source, so a resumed run can reuse it instead of redoing it."""
@@ -174,7 +183,7 @@ class Store:
             "SELECT * FROM attempts WHERE run_id = ? AND source_hash = ? ORDER BY id LIMIT 1",
             (run_id, source_hash),
         )
-        return _attempt(row) if row else None
+        return attempt_from(row) if row else None
 
     def record_evaluation(self, attempt_id: int, verdict: Mapping[str, Any]) -> Evaluation:
         """Store a verdict as the harness produced it (its JSON dict).
@@ -197,20 +206,17 @@ class Store:
                 _now(),
             ),
         )
-        return _evaluation(self._row("evaluations", row_id))
+        return evaluation_from(self._row("evaluations", row_id))
 
     def evaluation_of(self, attempt_id: int) -> Evaluation | None:
         """The latest evaluation of an attempt, or None if it was never evaluated."""
-        row = self._one(
-            "SELECT * FROM evaluations WHERE attempt_id = ? ORDER BY id DESC LIMIT 1", (attempt_id,)
-        )
-        return _evaluation(row) if row else None
+        row = self._one("SELECT * FROM evaluations WHERE attempt_id = ? ORDER BY id DESC LIMIT 1", (attempt_id,))
+        return evaluation_from(row) if row else None
 
     def evaluated_attempt_ids(self, run_id: int) -> set[int]:
         """Ids of the run's attempts that already have an evaluation: a resumed run skips these."""
         rows = self._all(
-            "SELECT DISTINCT e.attempt_id FROM evaluations e JOIN attempts a ON a.id = e.attempt_id"
-            " WHERE a.run_id = ?",
+            "SELECT DISTINCT e.attempt_id FROM evaluations e JOIN attempts a ON a.id = e.attempt_id WHERE a.run_id = ?",
             (run_id,),
         )
         return {r[0] for r in rows}
@@ -222,7 +228,7 @@ class Store:
             " AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.attempt_id = a.id) ORDER BY a.id",
             (run_id,),
         )
-        return [_attempt(r) for r in rows]
+        return [attempt_from(r) for r in rows]
 
     def best_attempt(self, run_id: int) -> ScoredAttempt | None:
         """The correct attempt with the lowest runtime; the earliest of equals."""
@@ -234,8 +240,8 @@ class Store:
         )
         if row is None:
             return None
-        evaluation = _evaluation(row)
-        attempt = _attempt(self._row("attempts", evaluation.attempt_id))
+        evaluation = evaluation_from(row)
+        attempt = attempt_from(self._row("attempts", evaluation.attempt_id))
         return ScoredAttempt(attempt=attempt, evaluation=evaluation)
 
     # LLM calls
@@ -280,7 +286,7 @@ class Store:
                 _now(),
             ),
         )
-        return _llm_call(self._row("llm_calls", row_id))
+        return llm_call_from(self._row("llm_calls", row_id))
 
     def find_cached_llm_response(self, request_hash: str, *, occurrence: int = 0) -> LLMCall | None:
         """The answer to an identical earlier request, from any run, or None.
@@ -293,12 +299,10 @@ class Store:
             "SELECT * FROM llm_calls WHERE request_hash = ? AND cache_hit = 0 ORDER BY id LIMIT 1 OFFSET ?",
             (request_hash, occurrence),
         )
-        return _llm_call(row) if row else None
+        return llm_call_from(row) if row else None
 
     def llm_calls_of(self, run_id: int) -> list[LLMCall]:
-        return [
-            _llm_call(r) for r in self._all("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,))
-        ]
+        return [llm_call_from(r) for r in self._all("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,))]
 
     def costs_of(self, run_id: int) -> RunCosts:
         [row] = self._all(
@@ -319,18 +323,16 @@ class Store:
 
     # profiles
 
-    def record_profile(
-        self, attempt_id: int, kind: str, data: Mapping[str, Any], png: bytes | None = None
-    ) -> Profile:
+    def record_profile(self, attempt_id: int, kind: str, data: Mapping[str, Any], png: bytes | None = None) -> Profile:
         row_id = self._insert(
             "INSERT INTO profiles (attempt_id, kind, data_json, png, created) VALUES (?, ?, ?, ?, ?)",
             (attempt_id, kind, _json(data), png, _now()),
         )
-        return _profile(self._row("profiles", row_id))
+        return profile_from(self._row("profiles", row_id))
 
     def profiles_of(self, attempt_id: int) -> list[Profile]:
         rows = self._all("SELECT * FROM profiles WHERE attempt_id = ? ORDER BY id", (attempt_id,))
-        return [_profile(r) for r in rows]
+        return [profile_from(r) for r in rows]
 
     # plumbing
 
@@ -339,9 +341,7 @@ class Store:
             with self._lock:
                 row_id = self._conn.execute(sql, args).lastrowid
         except sqlite3.IntegrityError as err:
-            raise StoreError(
-                f"cannot record in {self.path}: {err} (does the run or attempt id exist?)"
-            ) from None
+            raise StoreError(f"cannot record in {self.path}: {err} (does the run or attempt id exist?)") from None
         assert row_id is not None
         return row_id
 
@@ -380,10 +380,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
 def _json(data: Mapping[str, Any]) -> str:
     return json.dumps(data, sort_keys=True)
 
@@ -395,78 +391,3 @@ def _without_secrets(data: Mapping[str, Any]) -> dict[str, Any]:
             continue
         clean[key] = _without_secrets(value) if isinstance(value, Mapping) else value
     return clean
-
-
-def _run(r: sqlite3.Row) -> Run:
-    return Run(
-        id=r["id"],
-        created=_time(r["created"]),
-        command=r["command"],
-        problem_path=r["problem_path"],
-        problem_hash=r["problem_hash"],
-        platform=r["platform"],
-        language=r["language"],
-        model=r["model"],
-        settings=json.loads(r["settings_json"]),
-        budgets=json.loads(r["budgets_json"]),
-        status=r["status"],
-        finished=_time(r["finished"]) if r["finished"] else None,
-    )
-
-
-def _attempt(r: sqlite3.Row) -> Attempt:
-    return Attempt(
-        id=r["id"],
-        run_id=r["run_id"],
-        parent_attempt_id=r["parent_attempt_id"],
-        made_by=r["made_by"],
-        round=r["round"],
-        source=r["source"],
-        language=r["language"],
-        platform=r["platform"],
-        source_hash=r["source_hash"],
-        created=_time(r["created"]),
-    )
-
-
-def _evaluation(r: sqlite3.Row) -> Evaluation:
-    return Evaluation(
-        id=r["id"],
-        attempt_id=r["attempt_id"],
-        verdict=json.loads(r["verdict_json"]),
-        outcome=r["outcome"],
-        runtime_ms=r["runtime_ms"],
-        speedup_vs_eager=r["speedup_vs_eager"],
-        speedup_vs_compile=r["speedup_vs_compile"],
-        created=_time(r["created"]),
-    )
-
-
-def _llm_call(r: sqlite3.Row) -> LLMCall:
-    return LLMCall(
-        id=r["id"],
-        run_id=r["run_id"],
-        attempt_id=r["attempt_id"],
-        model=r["model"],
-        provider=r["provider"],
-        request=json.loads(r["request_json"]),
-        response_text=r["response_text"],
-        prompt_tokens=r["prompt_tokens"],
-        completion_tokens=r["completion_tokens"],
-        cost_usd=r["cost_usd"],
-        latency_s=r["latency_s"],
-        cache_hit=bool(r["cache_hit"]),
-        request_hash=r["request_hash"],
-        created=_time(r["created"]),
-    )
-
-
-def _profile(r: sqlite3.Row) -> Profile:
-    return Profile(
-        id=r["id"],
-        attempt_id=r["attempt_id"],
-        kind=r["kind"],
-        data=json.loads(r["data_json"]),
-        png=r["png"],
-        created=_time(r["created"]),
-    )

@@ -1,0 +1,88 @@
+"""Turning SQLite rows into the store's records."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+
+from kforge.store.records import Attempt, Evaluation, LLMCall, Profile, Run
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def run_from(r: sqlite3.Row) -> Run:
+    return Run(
+        id=r["id"],
+        created=_time(r["created"]),
+        command=r["command"],
+        problem_path=r["problem_path"],
+        problem_hash=r["problem_hash"],
+        platform=r["platform"],
+        language=r["language"],
+        model=r["model"],
+        settings=json.loads(r["settings_json"]),
+        budgets=json.loads(r["budgets_json"]),
+        status=r["status"],
+        finished=_time(r["finished"]) if r["finished"] else None,
+    )
+
+
+def attempt_from(r: sqlite3.Row) -> Attempt:
+    return Attempt(
+        id=r["id"],
+        run_id=r["run_id"],
+        parent_attempt_id=r["parent_attempt_id"],
+        made_by=r["made_by"],
+        round=r["round"],
+        source=r["source"],
+        language=r["language"],
+        platform=r["platform"],
+        source_hash=r["source_hash"],
+        created=_time(r["created"]),
+    )
+
+
+def evaluation_from(r: sqlite3.Row) -> Evaluation:
+    return Evaluation(
+        id=r["id"],
+        attempt_id=r["attempt_id"],
+        verdict=json.loads(r["verdict_json"]),
+        outcome=r["outcome"],
+        runtime_ms=r["runtime_ms"],
+        speedup_vs_eager=r["speedup_vs_eager"],
+        speedup_vs_compile=r["speedup_vs_compile"],
+        created=_time(r["created"]),
+    )
+
+
+def llm_call_from(r: sqlite3.Row) -> LLMCall:
+    return LLMCall(
+        id=r["id"],
+        run_id=r["run_id"],
+        attempt_id=r["attempt_id"],
+        model=r["model"],
+        provider=r["provider"],
+        request=json.loads(r["request_json"]),
+        response_text=r["response_text"],
+        prompt_tokens=r["prompt_tokens"],
+        completion_tokens=r["completion_tokens"],
+        cost_usd=r["cost_usd"],
+        latency_s=r["latency_s"],
+        cache_hit=bool(r["cache_hit"]),
+        request_hash=r["request_hash"],
+        created=_time(r["created"]),
+    )
+
+
+def profile_from(r: sqlite3.Row) -> Profile:
+    return Profile(
+        id=r["id"],
+        attempt_id=r["attempt_id"],
+        kind=r["kind"],
+        data=json.loads(r["data_json"]),
+        png=r["png"],
+        created=_time(r["created"]),
+    )
