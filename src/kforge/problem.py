@@ -16,7 +16,6 @@ import importlib.util
 import itertools
 import sys
 import traceback
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -210,15 +209,3 @@ def infer_language(tree: ast.Module) -> str:
     if "cuda_sources" in keywords:
         return "cuda"
     return "cpp"
-
-
-def call_with_seed(seed: int, fn: Callable[..., Any], *args: Any) -> Any:
-    torch.manual_seed(seed)
-    return fn(*args)
-
-
-def flatten_tensors(value: Any) -> Sequence[Any]:
-    """The leaves of a (possibly nested) tuple/list output, in order."""
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in flatten_tensors(item)]
-    return [value]

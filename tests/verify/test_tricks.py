@@ -11,9 +11,9 @@ import os
 import pytest
 
 from kforge.verify.evaluate import evaluate
+from kforge.verify.policy import Policy
 from kforge.verify.verdict import Outcome
 from tests.conftest import CANDIDATES, PROBLEMS, STATIC_OFF, fast_options
-from kforge.verify.policy import Policy
 
 LEAKY = PROBLEMS / "leaky_scale.py"
 TRICKS = CANDIDATES / "leaky_scale"

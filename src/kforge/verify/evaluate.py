@@ -27,9 +27,9 @@ from kforge.verify import tensors
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.ops import reference_ops
 from kforge.verify.policy import Policy, judge_dispatched_ops
-from kforge.verify.sandbox import Limits, Worker, WorkerFailure
+from kforge.verify.sandbox import Limits, Worker, WorkerFailure, WorkerPool
 from kforge.verify.static_check import check_source
-from kforge.verify.timing import TimingPlan, summarize
+from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, summarize
 from kforge.verify.verdict import Outcome, TimingStats, Verdict
 
 Progress = Callable[[str], None]
@@ -89,11 +89,15 @@ class _Context:
     cache: Path
     reference_model: torch.nn.Module
     reference_ops: set[str]
+    pool: WorkerPool | None
 
 
 def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
-             progress: Progress | None = None) -> Verdict:
-    """Judge `solution` against `problem`. Raises ProblemError, SolutionError or PlatformError for bad input."""
+             progress: Progress | None = None, pool: WorkerPool | None = None) -> Verdict:
+    """Judge `solution` against `problem`. Raises ProblemError, SolutionError or PlatformError for bad input.
+
+    Pass a `WorkerPool` when evaluating many candidates in one process: workers are then started ahead.
+    """
     options = options or EvalOptions()
     say = progress or (lambda _message: None)
     say("loading the problem")
@@ -107,7 +111,7 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     first_inputs = tensors.to_device(loaded_problem.inputs(_trial_seed(options, 0)), platform.device)
     context = _Context(loaded_problem, loaded_solution, platform, options, say,
                        (options.cache_dir or cache_dir()).expanduser(), reference_model,
-                       reference_ops(reference_model, first_inputs))
+                       reference_ops(reference_model, first_inputs), pool)
     return _Evaluation(context).run()
 
 
@@ -118,19 +122,28 @@ class _Evaluation:
         self.build_s: float | None = None
         self.comparison = Comparison(True)
         self.trials_run = 0
+        self.timing_s = 0.0
         self.started = time.perf_counter()
 
     def run(self) -> Verdict:
+        reference_worker: Worker | None = None
         try:
             self.check_static()
-            with self.new_worker() as worker:
+            with self.spawn_worker() as worker:
+                # The reference's worker starts importing now, while the candidate builds and is checked.
+                if self.ctx.options.measure and self.ctx.options.baselines:
+                    reference_worker = self.spawn_worker()
+                self.ready(worker)
                 self.load(worker, solution=self.ctx.solution.path, compile_model=False)
                 self.check_correctness(worker)
                 if not self.ctx.options.measure:
                     return self.verdict(Outcome.CORRECT, "correct on every trial (timing skipped)")
-                return self.measure(worker)
+                return self.measure(worker, reference_worker)
         except _Failed as failure:
             return self.verdict(failure.outcome, str(failure), rule=failure.rule)
+        finally:
+            if reference_worker is not None:
+                reference_worker.close()
 
     # ---- steps -------------------------------------------------------------------------------------------
     def check_static(self) -> None:
@@ -141,18 +154,24 @@ class _Evaluation:
             more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
             raise _Failed(Outcome.REJECTED, f"{first.message}{more}", rule=first.rule)
 
-    def new_worker(self) -> Worker:
+    def spawn_worker(self) -> Worker:
+        """A worker process, started (or taken from the pool) but not yet waited for."""
         ctx = self.ctx
         limits = Limits(memory_mb=ctx.options.memory_mb, limit_address_space=ctx.platform.limit_address_space)
         env = {"TORCHINDUCTOR_CACHE_DIR": str(ctx.cache / "inductor"), "TRITON_CACHE_DIR": str(ctx.cache / "triton"),
                "TORCH_EXTENSIONS_DIR": str(ctx.cache / "torch_extensions"), **ctx.platform.worker_environment()}
-        worker = Worker(ctx.cache / "builds", limits, env)
+        if ctx.pool is not None:
+            return ctx.pool.take(ctx.cache / "builds", limits, env)
+        return Worker(ctx.cache / "builds", limits, env)
+
+    def ready(self, worker: Worker) -> None:
+        """Wait for a worker's greeting (once)."""
+        if worker.started:
+            return
         try:
             worker.start(_WORKER_START_S)
         except WorkerFailure as failure:
-            worker.close()
             raise _Failed(Outcome.CRASHED, f"the worker did not start: {failure}") from None
-        return worker
 
     def load(self, worker: Worker, solution: Path | None, compile_model: bool) -> None:
         options = self.ctx.options
@@ -207,25 +226,22 @@ class _Evaluation:
                 which = "" if call == 0 else "second call on the same input: "
                 raise _Failed(Outcome.INCORRECT, f"{label}: {which}{comparison.reason}")
 
-    def measure(self, worker: Worker) -> Verdict:
+    def measure(self, worker: Worker, reference_worker: Worker | None) -> Verdict:
         ctx = self.ctx
         eager = compiled = None
         calibration: _TimingResult | None = None
-        reference_worker = self.new_worker() if ctx.options.baselines else None
-        try:
-            if reference_worker is not None and "eager" in ctx.options.baselines:
-                self.load(reference_worker, solution=None, compile_model=False)
-                ctx.progress("timing the reference (eager)")
-                calibration = self.time(reference_worker, trusted=True)
-                eager = calibration.stats
-            ctx.progress("timing the candidate")
-            candidate = self.time(worker, trusted=False)
-            self.cross_check_clock(candidate, calibration)
-            if reference_worker is not None and "compile" in ctx.options.baselines:
-                compiled = self.time_compiled(reference_worker)
-        finally:
-            if reference_worker is not None:
-                reference_worker.close()
+        if reference_worker is not None:
+            self.ready(reference_worker)
+        if reference_worker is not None and "eager" in ctx.options.baselines:
+            self.load(reference_worker, solution=None, compile_model=False)
+            ctx.progress("timing the reference (eager)")
+            calibration = self.time(reference_worker, trusted=True)
+            eager = calibration.stats
+        ctx.progress("timing the candidate")
+        candidate = self.time(worker, trusted=False)
+        self.cross_check_clock(candidate, calibration)
+        if reference_worker is not None and "compile" in ctx.options.baselines:
+            compiled = self.time_compiled(reference_worker)
         return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
                             f"{' and every input variant' if ctx.problem.variant_count() > 1 else ''}",
                             timing=candidate.stats, eager=eager, compiled=compiled)
@@ -252,6 +268,7 @@ class _Evaluation:
         reply = self.ask(worker, {"op": "time", "plan": plan.__dict__, "out": str(out_path)},
                          ctx.options.timeout_s + 2 * (settings.warmup_ms + settings.rep_ms) / 1000)
         elapsed = time.monotonic_ns() - started
+        self.timing_s += elapsed / 1e9
         times = [int(t) for t in reply.get("times_ns", []) if isinstance(t, (int, float))]
         if not times or any(t < 0 for t in times):
             raise _Failed(Outcome.REJECTED, "the worker reported no valid timings", rule="dynamic.clock")
@@ -276,24 +293,12 @@ class _Evaluation:
                               f"{comparison.reason}")
 
     def cross_check_clock(self, candidate: _TimingResult, calibration: _TimingResult | None) -> None:
-        """Compare what the worker's clock says with what this process's clock saw."""
-        reported = sum(candidate.times)
-        if candidate.loop_ns > candidate.elapsed_ns or reported > candidate.loop_ns:
-            raise _Failed(Outcome.REJECTED, "the worker's clocks contradict each other or the harness's clock",
-                          rule="dynamic.clock")
-        if calibration is None:
-            return
-        # Time outside the timed calls (input refresh, cache flush, messaging) per timed call, as seen by
-        # this process: the reference run, which is trusted, tells what it should be for this problem.
-        expected_overhead = (calibration.elapsed_ns - sum(calibration.times)) / len(calibration.times)
-        observed_overhead = (candidate.elapsed_ns - reported) / len(candidate.times)
-        unexplained = (observed_overhead - expected_overhead) * len(candidate.times)
-        allowance = max(reported, 0.25 * expected_overhead * len(candidate.times)) + 200e6
-        if unexplained > allowance:
-            raise _Failed(Outcome.REJECTED,
-                          f"the worker's timer reports {reported / 1e6:.1f} ms of calls, but this process saw "
-                          f"{unexplained / 1e6:.1f} ms more time pass than the protocol accounts for: work is "
-                          "hidden from the timer", rule="dynamic.clock")
+        problem = clock_disagreement(
+            ClockReadings(candidate.times, candidate.loop_ns, candidate.elapsed_ns),
+            None if calibration is None else ClockReadings(calibration.times, calibration.loop_ns,
+                                                           calibration.elapsed_ns))
+        if problem:
+            raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
 
     # ---- plumbing ----------------------------------------------------------------------------------------
     def ask(self, worker: Worker, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -336,7 +341,8 @@ class _Evaluation:
             max_abs_error=self.comparison.max_abs_error if compared else None,
             max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
             trials=self.trials_run, timing=timing, eager_timing=eager, compile_timing=compiled,
-            build_s=self.build_s, eval_s=total - (self.build_s or 0.0), warnings=self.warnings)
+            build_s=self.build_s, eval_s=total - (self.build_s or 0.0), timing_s=self.timing_s,
+            warnings=self.warnings)
 
 
 @dataclass(frozen=True)

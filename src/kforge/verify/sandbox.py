@@ -94,6 +94,7 @@ class Worker:
         os.close(write_fd)
         self._replies = os.fdopen(read_fd, "rb")
         self._buffer = b""
+        self.started = False
 
     def __enter__(self) -> Worker:
         return self
@@ -108,6 +109,7 @@ class Worker:
     def start(self, timeout_s: float) -> None:
         """Wait for the worker's greeting (imports take a few seconds)."""
         self._read_reply(timeout_s)
+        self.started = True
 
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and wait for its answer, or raise WorkerFailure."""
@@ -199,6 +201,45 @@ class Worker:
             with contextlib.suppress(Exception):
                 stream.close()
         _remove_tree(self.directory)
+
+
+class WorkerPool:
+    """Keeps started workers waiting, so an evaluation does not wait for Python and torch to import.
+
+    A worker that has run a candidate is never reused: the pool only ever hands out fresh processes, and
+    starts a replacement as soon as one is taken. Meant for callers that evaluate many candidates in one
+    process (agents, benchmarks); a single `kforge eval` does not need one.
+    """
+
+    def __init__(self, spares: int = 2) -> None:
+        self.spares = spares
+        self._waiting: dict[tuple[object, ...], list[Worker]] = {}
+
+    def take(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> Worker:
+        key = (str(cache_dir), limits, tuple(sorted(extra_env.items())))
+        waiting = self._waiting.setdefault(key, [])
+        while waiting:
+            worker = waiting.pop(0)
+            if worker.process.poll() is None:
+                break
+            worker.close()
+        else:
+            worker = Worker(cache_dir, limits, extra_env)
+        while len(waiting) < self.spares:
+            waiting.append(Worker(cache_dir, limits, extra_env))
+        return worker
+
+    def close(self) -> None:
+        for waiting in self._waiting.values():
+            for worker in waiting:
+                worker.close()
+        self._waiting.clear()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _last_lines(text: str, count: int = 6) -> str:

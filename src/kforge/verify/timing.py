@@ -101,3 +101,35 @@ def summarize(times_ns: list[int]) -> TimingStats:
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
     return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times), min_ms=times[0],
                        max_ms=times[-1], iqr_ms=quartiles[2] - quartiles[0], repeats=len(times))
+
+
+@dataclass(frozen=True)
+class ClockReadings:
+    """One timing request as seen by both sides: the worker's per-call times and loop length, and the
+    harness's own wall time from sending the request to reading the answer."""
+
+    times_ns: list[int]
+    loop_ns: int
+    elapsed_ns: int
+
+
+def clock_disagreement(candidate: ClockReadings, calibration: ClockReadings | None) -> str | None:
+    """Why the worker's clock cannot be believed, or None.
+
+    The harness's clock is out of the candidate's reach. Time it saw pass outside the timed calls (input
+    refresh, cache flush, messaging) should match, per call, what it saw for the trusted reference run of
+    the same problem; a large surplus means work was hidden from the worker's timer.
+    """
+    reported = sum(candidate.times_ns)
+    if candidate.loop_ns > candidate.elapsed_ns or reported > candidate.loop_ns:
+        return "the worker's clocks contradict each other or the harness's clock"
+    if calibration is None or not calibration.times_ns or not candidate.times_ns:
+        return None
+    calls = len(candidate.times_ns)
+    expected_overhead = (calibration.elapsed_ns - sum(calibration.times_ns)) / len(calibration.times_ns)
+    unexplained = (candidate.elapsed_ns - reported) - expected_overhead * calls
+    allowance = max(reported, 0.25 * expected_overhead * calls) + 200e6
+    if unexplained > allowance:
+        return (f"the worker's timer reports {reported / 1e6:.1f} ms of calls, but the harness saw "
+                f"{unexplained / 1e6:.1f} ms more pass than the protocol accounts for: work is hidden from the timer")
+    return None

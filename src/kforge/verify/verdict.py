@@ -60,6 +60,7 @@ class Verdict(BaseModel):
     compile_timing: TimingStats | None = None
     build_s: float | None = Field(default=None, description="seconds spent compiling the candidate")
     eval_s: float | None = Field(default=None, description="seconds spent evaluating, builds excluded")
+    timing_s: float | None = Field(default=None, description="seconds of eval_s spent in timing loops")
     warnings: list[str] = Field(default_factory=list)
 
     @property

@@ -1,5 +1,5 @@
-import torch
 import not_a_real_module_kforge  # noqa: F401
+import torch
 
 
 class Model(torch.nn.Module):

@@ -1,0 +1,88 @@
+"""Harness overhead and measurement spread: prints figures, asserts nothing.
+
+    python benchmarks/harness_overhead.py [--problem P --solution S] [--platform cpu|cuda] [--repeats 5]
+
+Reports, for one kernel:
+  cold      one evaluation with an empty build cache (compiles the candidate);
+  cached    evaluations in one process with a worker pool, build cached: wall time beyond the timed runs
+            (target: at most 1 s);
+  spread    the median runtime over `--repeats` evaluations: (max - min) / mean of the medians
+            (target: at most 3% on a CPU, 1% on an H200).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from kforge.verify.evaluate import EvalOptions, evaluate
+from kforge.verify.sandbox import WorkerPool
+from kforge.verify.verdict import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "examples" / "gated_channel_scale"
+
+
+def timed_evaluation(problem: Path, solution: Path, options: EvalOptions,
+                     pool: WorkerPool | None = None) -> tuple[Verdict, float]:
+    started = time.perf_counter()
+    verdict = evaluate(problem, solution, options, pool=pool)
+    wall = time.perf_counter() - started
+    if not verdict.correct:
+        sys.exit(f"the benchmark kernel is not correct: {verdict.verdict}: {verdict.reason}")
+    return verdict, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", type=Path, default=DEFAULT / "problem.py")
+    parser.add_argument("--solution", type=Path, default=DEFAULT / "solution_cpp.py")
+    parser.add_argument("--platform", default="cpu")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    console = Console()
+    rows: list[tuple[str, str, str]] = []
+
+    with tempfile.TemporaryDirectory(prefix="kforge-bench-cache-") as fresh_cache:
+        cold_options = EvalOptions(platform=args.platform, baselines=(), cache_dir=Path(fresh_cache))
+        cold, cold_wall = timed_evaluation(args.problem, args.solution, cold_options)
+        rows.append(("cold evaluation (wall)", f"{cold_wall:.2f} s",
+                     f"build {cold.build_s:.2f} s, timed runs {cold.timing_s:.2f} s"))
+
+        options = EvalOptions(platform=args.platform, baselines=(), cache_dir=Path(fresh_cache))
+        overheads, medians = [], []
+        with WorkerPool(spares=1) as pool:
+            timed_evaluation(args.problem, args.solution, options, pool)  # fills the pool
+            for _ in range(args.repeats):
+                time.sleep(3.0)  # let the pool's spare finish importing, as it would between agent rounds
+                verdict, wall = timed_evaluation(args.problem, args.solution, options, pool)
+                overheads.append(wall - (verdict.timing_s or 0.0))
+                assert verdict.timing is not None
+                medians.append(verdict.timing.median_ms)
+                console.print(f"  run: median {verdict.timing.median_ms:.4f} ms (IQR {verdict.timing.iqr_ms:.4f}), "
+                              f"wall {wall:.2f} s, build {verdict.build_s:.3f} s, timed {verdict.timing_s:.2f} s")
+
+    rows.append(("cached evaluation: wall beyond timed runs", f"{statistics.median(overheads):.2f} s",
+                 f"median of {len(overheads)}; max {max(overheads):.2f} s; target <= 1 s"))
+    spread = (max(medians) - min(medians)) / statistics.fmean(medians)
+    rows.append(("median runtime over repeated evaluations", f"{statistics.fmean(medians):.4f} ms",
+                 f"{len(medians)} evaluations: " + ", ".join(f"{m:.4f}" for m in medians)))
+    rows.append(("spread of the median", f"{100 * spread:.2f} %", "(max - min) / mean; target <= 3% (CPU)"))
+
+    table = Table(title=f"kforge harness on {args.platform}: {args.solution.relative_to(ROOT)}")
+    for column in ("figure", "value", "detail"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

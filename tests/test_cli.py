@@ -1,0 +1,61 @@
+"""The `kforge` command as a user runs it: a real subprocess, its JSON and its exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import CANDIDATES, PROBLEMS
+
+FAST = ["--platform", "cpu", "--trials", "2", "--rep-ms", "50", "--no-baselines"]
+
+
+def kforge(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kforge", *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_json_for_a_correct_candidate_exits_zero() -> None:
+    result = kforge("eval", PROBLEMS / "leaky_scale.py", CANDIDATES / "leaky_scale" / "honest.py", *FAST, "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["verdict"] == "correct" and record["correct"] is True
+    for key in ("reason", "runtime_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
+                "max_abs_error"):
+        assert key in record
+    assert record["runtime_ms"] > 0 and record["eager_ms"] is None
+
+
+def test_rejected_candidate_exits_one_with_the_rule() -> None:
+    result = kforge("eval", PROBLEMS / "leaky_scale.py", CANDIDATES / "leaky_scale" / "layer_delegation.py",
+                    *FAST, "--json")
+    assert result.returncode == 1
+    record = json.loads(result.stdout)
+    assert record["verdict"] == "rejected" and record["rule"] == "static.framework-compute"
+
+
+def test_bad_problem_exits_two_with_one_line() -> None:
+    result = kforge("eval", PROBLEMS / "bad" / "missing_names.py", CANDIDATES / "leaky_scale" / "honest.py", *FAST)
+    assert result.returncode == 2
+    assert "lacks get_inputs" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_platform_is_bad_input() -> None:
+    result = kforge("eval", PROBLEMS / "leaky_scale.py", CANDIDATES / "leaky_scale" / "honest.py",
+                    "--platform", "tpu", "--json")
+    assert result.returncode == 2
+    assert "unknown platform" in json.loads(result.stdout)["error"]
+
+
+def test_human_output_is_a_table() -> None:
+    result = kforge("eval", PROBLEMS / "leaky_scale.py", CANDIDATES / "leaky_scale" / "honest.py", *FAST)
+    assert result.returncode == 0, result.stderr
+    assert "verdict" in result.stdout and "correct" in result.stdout and "candidate" in result.stdout
+
+
+def test_help_explains_the_command() -> None:
+    result = kforge("eval", "--help")
+    assert result.returncode == 0
+    assert "Exit status" in result.stdout and "--timeout" in result.stdout

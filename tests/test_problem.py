@@ -1,0 +1,65 @@
+"""Loading problems and solutions: KernelBench files load as they are; bad ones get one clear line."""
+
+from __future__ import annotations
+
+import pytest
+
+from kforge.problem import ProblemError, SolutionError, load_problem, load_solution
+from tests.conftest import CANDIDATES, EXAMPLES, PROBLEMS
+
+
+def test_problem_loads_and_draws_reproducible_inputs() -> None:
+    problem = load_problem(PROBLEMS / "leaky_scale.py")
+    first, again = problem.inputs(seed=5), problem.inputs(seed=5)
+    assert first[0].shape == (256, 512)
+    assert first[0].equal(again[0])
+    assert not first[0].equal(problem.inputs(seed=6)[0])
+    assert problem.make_model(1).scale.equal(problem.make_model(1).scale)
+
+
+def test_variants_are_counted_and_drawn() -> None:
+    problem = load_problem(PROBLEMS / "variants_sum_rows.py")
+    assert problem.variant_count() == 3
+    assert problem.inputs(seed=0, variant=1)[0].shape == (7, 13)
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("import_error.py", "does not import: ModuleNotFoundError: No module named 'not_a_real_module_kforge'"),
+    ("missing_names.py", "lacks get_inputs, get_init_inputs"),
+    ("fails_on_inputs.py", "Model fails on get_inputs(): RuntimeError"),
+])
+def test_bad_problems_get_one_line(name: str, message: str) -> None:
+    with pytest.raises(ProblemError) as caught:
+        load_problem(PROBLEMS / "bad" / name)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_problem_file() -> None:
+    with pytest.raises(ProblemError, match="not found"):
+        load_problem(PROBLEMS / "nope.py")
+
+
+def test_solution_language_is_inferred(tmp_path) -> None:
+    assert load_solution(CANDIDATES / "leaky_scale" / "honest.py").language == "cpp"
+    triton_file = tmp_path / "t.py"
+    triton_file.write_text("import triton\nclass ModelNew:\n    pass\n")
+    assert load_solution(triton_file).language == "triton"
+
+
+def test_bad_solutions(tmp_path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("class ModelNew(:\n")
+    with pytest.raises(SolutionError, match="not valid Python"):
+        load_solution(broken)
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    with pytest.raises(SolutionError, match="no class ModelNew"):
+        load_solution(empty)
+
+
+def test_every_example_problem_loads() -> None:
+    problems = sorted(EXAMPLES.glob("*/problem.py"))
+    assert len(problems) >= 4
+    for path in problems:
+        load_problem(path)

@@ -1,0 +1,112 @@
+"""The static policy on small sources: what it flags, and the honest patterns it leaves alone."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from kforge.verify.policy import Policy
+from kforge.verify.static_check import check_source
+
+MATMUL_REFERENCE = {"aten::mm", "aten::relu"}
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def rules(body: str, reference_ops: set[str] | None = None, policy: Policy | None = None) -> set[str]:
+    source = HEADER + textwrap.dedent(body)
+    return {v.rule for v in check_source(source, policy or Policy(), reference_ops or MATMUL_REFERENCE)}
+
+
+@pytest.mark.parametrize(("body", "rule"), [
+    ("y = torch.matmul(a, b)", "static.framework-compute"),
+    ("y = a @ b", "static.framework-compute"),
+    ("y = F.relu(a)", "static.framework-compute"),
+    ("y = a.mm(b)", "static.framework-compute"),
+    ("from torch import matmul\ny = matmul(a, b)", "static.framework-compute"),
+    ("y = torch.ops.aten.mm(a, b)", "static.framework-compute"),
+    ("y = getattr(torch, 'mat' + 'mul')(a, b)", "static.dynamic-name"),
+    ("y = eval('torch.mm(a, b)')", "static.dynamic-name"),
+    ("m = __import__('torch')", "static.dynamic-name"),
+    ("try:\n    y = 1\nexcept Exception:\n    y = 2", "static.try-except"),
+    ("import threading", "static.concurrency"),
+    ("from concurrent.futures import ThreadPoolExecutor", "static.concurrency"),
+    ("import subprocess", "static.concurrency"),
+    ("import os\nos.system('ls')", "static.concurrency"),
+    ("import os\nkey = os.environ['OPENAI_API_KEY']", "static.io"),
+    ("import os\nkey = os.getenv('HOME')", "static.io"),
+    ("import os\nos._exit(0)", "static.process"),
+    ("f = open('/etc/passwd')", "static.io"),
+    ("import socket", "static.io"),
+    ("import time\ntime.perf_counter = lambda: 0", "static.import"),
+    ("torch.allclose = lambda *a, **k: True", "static.monkeypatch"),
+    ("torch.Tensor.__eq__ = lambda a, b: True", "static.monkeypatch"),
+    ("setattr(torch, 'allclose', None)", "static.monkeypatch"),
+    ("g = torch.compile(f)", "static.compiler"),
+    ("import torch._dynamo", "static.compiler"),
+    ("s = torch.jit.script(f)", "static.compiler"),
+    ("torch._C._set_grad_enabled(False)", "static.introspection"),
+    ("import gc", "static.introspection"),
+    ("import ctypes", "static.introspection"),
+    ("import sys\nm = sys.modules['time']", "static.introspection"),
+    ("import numpy", "static.foreign-framework"),
+    ("import requests", "static.io"),
+    ("SRC = '''int f() { const char* k = getenv(\"OPENAI_API_KEY\"); return k != 0; }'''", "static.cpp-io"),
+    ("SRC = '''void f() { system(\"curl example\"); } // a long enough C++ source string'''", "static.cpp-process"),
+    ("SRC = '''#include <thread>\nvoid f() { std::thread t([]{}); t.detach(); }'''", "static.cpp-concurrency"),
+])
+def test_flags(body: str, rule: str) -> None:
+    assert rule in rules(body)
+
+
+def test_layer_call_is_flagged_but_reading_its_weights_is_not() -> None:
+    body = """
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x)
+    """
+    assert rules(body, {"aten::addmm"}) == {"static.layer-call"}
+    reads = body.replace("return self.fc(x)", "return ext.fused(x, self.fc.weight, self.fc.bias)")
+    assert rules(reads, {"aten::addmm"}) == set()
+
+
+def test_honest_extension_pattern_passes() -> None:
+    body = """
+    from torch.utils.cpp_extension import load_inline
+
+    ext = load_inline(name="k", cpp_sources="torch::Tensor relu_mm(torch::Tensor a, torch::Tensor b);",
+                      functions=["relu_mm"], extra_cflags=["-O3"])
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ext = ext
+            self.weight = nn.Parameter(torch.randn(4, 4))
+
+        def forward(self, x):
+            x = x.contiguous().view(-1, 4)
+            out = torch.empty(x.shape[0], 4, device=x.device, dtype=x.dtype)
+            self.ext.relu_mm(x, self.weight)
+            return ext.relu_mm(x, self.weight.t().contiguous())
+    """
+    assert rules(body) == set()
+
+
+def test_compute_the_reference_does_not_use_is_left_to_the_dynamic_check() -> None:
+    assert rules("y = a.exp()", {"aten::mm"}) == set()
+    assert rules("y = a.exp()", {"aten::exp"}) == {"static.framework-compute"}
+
+
+def test_policy_can_allow_an_import_or_turn_static_checks_off() -> None:
+    assert rules("import numpy", policy=Policy(allow_imports=frozenset({"numpy"}))) == set()
+    assert rules("import threading", policy=Policy(static_checks=False)) == set()
+
+
+def test_violation_message_names_the_line() -> None:
+    violations = check_source(HEADER + "\n\ny = torch.matmul(a, b)\n", Policy(), MATMUL_REFERENCE)
+    assert "line 6" in violations[0].message
