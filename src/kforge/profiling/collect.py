@@ -63,7 +63,8 @@ def profile_callable(call: Call, make_inputs: MakeInputs, platform: Platform, *,
     rows = kernel_rows(totals)
     launches = sum(count for count, _ in totals.values())
     return Profile(source="torch.profiler", platform=platform.name, device=device_name(platform), calls=calls,
-                   rows=rows, device_time_us_per_call=sum(row.total_us for row in rows) / calls,
+                   row_kind="op" if activity is None else "kernel", rows=rows,
+                   device_time_us_per_call=sum(row.total_us for row in rows) / calls,
                    wall_time_us_per_call=statistics.median(wall_us), launches_per_call=launches / calls)
 
 

@@ -22,6 +22,8 @@ Bound = Literal["memory", "compute"]
 #: "elementwise": no such op ran, so one op per output element of each pointwise ATen op and one per
 #: input element of each reduction or normalization
 FlopsMethod = Literal["flop_counter", "elementwise"]
+#: "kernel": device kernels; "op": on a host-only platform, top-level operators and extension calls
+RowKind = Literal["kernel", "op"]
 
 
 class _Frozen(BaseModel):
@@ -91,6 +93,7 @@ class Profile(_Frozen):
     platform: str
     device: str
     calls: int = Field(ge=1, description="forward calls the rows are summed over")
+    row_kind: RowKind = "kernel"
     rows: tuple[KernelRow, ...] = Field(description="largest total first")
     device_time_us_per_call: float = Field(ge=0, description="summed kernel time of one call")
     wall_time_us_per_call: float | None = Field(None, description="median end-to-end time, without profiler")
