@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kforge import __version__
 from kforge.platforms import PlatformError
-from kforge.problem import ProblemError, SolutionError
+from kforge.problem import ProblemError, SolutionError, load_solution
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.verdict import Verdict
@@ -131,3 +131,166 @@ def _print_verdict(verdict: Verdict, problem: Path, solution: Path) -> None:
     out.print(table)
     for warning in verdict.warnings:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+
+DbOption = Annotated[Path | None, typer.Option("--db", help="Run database (default: per-user, see docs).")]
+
+
+@app.command("optimize")
+def optimize_command(
+    problem: Annotated[Path | None, typer.Argument(help="Problem file (not needed with --resume).")] = None,
+    platform: Annotated[str, typer.Option(help="cpu, cuda, or auto.")] = "auto",
+    language: Annotated[str | None, typer.Option(help="cpp, cuda or triton (default: the platform's first).")] = None,
+    model: Annotated[str | None, typer.Option(help="PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-x.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="A working solution for another platform, to translate from.")] = None,
+    rounds: Annotated[int, typer.Option(min=0, help="Optimization rounds after the first correct kernel.")] = 3,
+    attempts: Annotated[int, typer.Option(min=1, help="Attempts allowed to reach a correct kernel.")] = 5,
+    candidates: Annotated[int, typer.Option(min=1, help="Candidates requested concurrently per step.")] = 1,
+    patience: Annotated[int, typer.Option(min=1, help="Stop after this many rounds without improvement.")] = 2,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="Write the best solution here (a standalone file that runs without kforge).")] = None,
+    resume: Annotated[int | None, typer.Option(help="Resume run RUN_ID where it stopped.")] = None,
+    db: DbOption = None,
+    images: Annotated[bool, typer.Option(help="Send profile charts as images (for models that accept them).")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Always ask the model, never the store.")] = False,
+    max_usd: Annotated[float | None, typer.Option(help="Budget: US dollars for the run.")] = None,
+    max_calls: Annotated[int | None, typer.Option(help="Budget: LLM calls for the run.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
+    rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
+) -> None:
+    """Generate, verify and refine a kernel with a generation agent and a performance-analysis agent.
+
+    Exit status: 0 when a correct solution was found (and written with --out), 1 when none was, 2 for bad input.
+    """
+    from kforge.config import ConfigError, load_settings
+    from kforge.llm import LLMError
+    from kforge.pipelines.loop import LoopSettings
+    from kforge.pipelines.optimize import OptimizeError, OptimizeRequest, resume_request, run_optimize, start_run
+    from kforge.platforms import get_platform
+    from kforge.reports import attempts_table, costs_line
+    from kforge.store import Store, StoreError
+
+    try:
+        settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
+                                  "max_usd": max_usd, "max_calls": max_calls})
+        eval_options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms),
+                                   baselines=tuple(baseline or ("eager", "compile")))
+        with Store(settings.db_path) as store:
+            if resume is not None:
+                request = resume_request(store, resume, eval_options)
+                store.resume_run(resume)
+                run_id = resume
+            else:
+                if problem is None:
+                    _bad_input("give a PROBLEM file, or --resume RUN_ID", False)
+                if settings.model is None:
+                    _bad_input("no model configured: pass --model PROVIDER:MODEL (e.g. openai:gpt-4o), or set "
+                               "KFORGE_MODEL, or put model = \"...\" in kforge.toml", False)
+                chosen = get_platform(platform)
+                request = OptimizeRequest(
+                    problem=problem, platform=chosen.name, language=language or chosen.languages[0],
+                    model=str(settings.model), eval_options=eval_options, reference=reference, send_images=images,
+                    loop=LoopSettings(attempts=attempts, rounds=rounds, candidates=candidates, patience=patience),
+                    max_output_tokens=settings.max_output_tokens, temperature=settings.temperature)
+                if request.reference is not None:
+                    load_solution(request.reference)
+                run_id = start_run(store, request)
+            chat = settings.model_copy(update={"model": request.model}).chat_model()
+            err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) "
+                      f"with {request.model}", highlight=False)
+            with err.status("starting", spinner="dots") as status:
+                def on_event(text: str) -> None:
+                    status.update(text)
+                    if text.startswith(("attempt ", "round ")):
+                        err.print(f"  {text}", highlight=False)
+
+                outcome = run_optimize(store, run_id, request, chat, settings.budget(),
+                                       use_cache=not settings.no_cache, on_event=on_event)
+            out.print(attempts_table(store, run_id))
+            out.print(costs_line(store, run_id), highlight=False)
+            result = outcome.result
+            err.print(f"stopped: {result.stop_reason}", highlight=False)
+            if result.best is None:
+                raise typer.Exit(EXIT_NOT_CORRECT)
+            verdict = result.best.verdict
+            assert verdict is not None
+            summary = f"best: attempt {result.best.attempt_id}, {verdict.runtime_ms:.4g} ms"
+            if verdict.speedup_vs_eager:
+                summary += f", {verdict.speedup_vs_eager:.2f}x vs eager"
+            if verdict.speedup_vs_compile:
+                summary += f", {verdict.speedup_vs_compile:.2f}x vs torch.compile"
+            out.print(summary, highlight=False)
+            if out_file is not None:
+                out_file.parent.mkdir(parents=True, exist_ok=True)
+                out_file.write_text(result.best.source)
+                out.print(f"wrote {out_file}", highlight=False)
+    except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError) as exc:
+        _bad_input(str(exc), False)
+    except LLMError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_NOT_CORRECT) from None
+
+
+@app.command("runs")
+def runs_command(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many runs.")] = 20,
+) -> None:
+    """List recorded runs, newest first."""
+    from kforge.config import ConfigError, load_settings
+    from kforge.reports import runs_table
+    from kforge.store import Store, StoreError
+
+    try:
+        with Store(load_settings({"db": db}).db_path) as store:
+            out.print(runs_table(store.list_runs(limit=limit)))
+    except (ConfigError, StoreError) as exc:
+        _bad_input(str(exc), False)
+
+
+@app.command("show")
+def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")], db: DbOption = None) -> None:
+    """Show a run's attempts, its best candidate and its costs."""
+    from kforge.config import ConfigError, load_settings
+    from kforge.reports import attempts_table, costs_line
+    from kforge.store import Store, StoreError
+
+    try:
+        with Store(load_settings({"db": db}).db_path) as store:
+            run = store.get_run(run_id)
+            if run is None:
+                _bad_input(f"no run {run_id} in the store", False)
+            assert run is not None
+            out.print(f"run {run.id}: {run.command} {run.problem_path or ''} on {run.platform}/{run.language} "
+                      f"with {run.model or '-'} ({run.status})", highlight=False)
+            out.print(attempts_table(store, run_id))
+            best = store.best_attempt(run_id)
+            out.print(f"best: attempt {best.attempt.id} ({best.evaluation.runtime_ms:.4g} ms)" if best
+                      else "best: none correct", highlight=False)
+            out.print(costs_line(store, run_id), highlight=False)
+    except (ConfigError, StoreError) as exc:
+        _bad_input(str(exc), False)
+
+
+@app.command("export")
+def export_command(
+    run_id: Annotated[int, typer.Argument(help="The run to export.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for solution.py and run.json.")],
+    db: DbOption = None,
+) -> None:
+    """Write a run's best solution and a JSON record of the whole run."""
+    from kforge.config import ConfigError, load_settings
+    from kforge.reports import export_run
+    from kforge.store import Store, StoreError
+
+    try:
+        with Store(load_settings({"db": db}).db_path) as store:
+            if store.get_run(run_id) is None:
+                _bad_input(f"no run {run_id} in the store", False)
+            for path in export_run(store, run_id, out_dir):
+                out.print(f"wrote {path}", highlight=False)
+    except (ConfigError, StoreError) as exc:
+        _bad_input(str(exc), False)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from kforge.platforms.base import Platform, PlatformError
+from kforge.platforms.base import Platform, PlatformError, TimingDoubt
 from kforge.platforms.cpu import CpuPlatform
+from kforge.platforms.cuda import CudaPlatform
 
-_PLATFORMS: dict[str, type[Platform]] = {CpuPlatform.name: CpuPlatform}
+_PLATFORMS: dict[str, type[Platform]] = {CpuPlatform.name: CpuPlatform, CudaPlatform.name: CudaPlatform}
 
 
 def register(platform: type[Platform]) -> type[Platform]:
@@ -34,4 +35,4 @@ def get_platform(name: str) -> Platform:
     return cls()
 
 
-__all__ = ["Platform", "PlatformError", "get_platform", "platform_names", "register"]
+__all__ = ["Platform", "PlatformError", "TimingDoubt", "get_platform", "platform_names", "register"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -19,6 +20,14 @@ class PlatformError(RuntimeError):
     """The requested platform cannot be used here; the message is one line for the user."""
 
 
+@dataclass(frozen=True)
+class TimingDoubt:
+    """A reason to distrust the times a platform measured, named by the policy rule it breaks."""
+
+    rule: str
+    message: str
+
+
 class Platform(ABC):
     """One kind of device that candidates run on."""
 
@@ -26,6 +35,9 @@ class Platform(ABC):
     languages: ClassVar[tuple[str, ...]]
     #: whether RLIMIT_AS is a sound memory limit here (false where drivers reserve huge address ranges)
     limit_address_space: ClassVar[bool] = True
+    #: whether a call can return before the device has finished its work (true for GPUs); outputs are
+    #: then copied on the caller's stream before any device-wide wait, so work left running shows up
+    asynchronous: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod
@@ -56,3 +68,23 @@ class Platform(ABC):
     def worker_environment(self) -> dict[str, str]:
         """Extra environment variables for worker processes."""
         return {}
+
+    def untimed_reason(self, language: str) -> str | None:
+        """Why candidates in `language` are checked for correctness only here, or None when they are timed."""
+        return None
+
+    def poison_free_memory(self, reserve_bytes: int) -> None:
+        """Fill the memory the next allocations will receive with a sentinel, so unwritten outputs show.
+
+        `reserve_bytes` is how much fresh memory to poison beyond what the allocator already holds. The
+        default does nothing: the CPU's allocator is not what hands a kernel someone else's answer.
+        """
+        return None
+
+    def audit_timing(self, times_ns: list[int]) -> TimingDoubt | None:
+        """After a timing loop: a reason to distrust the last `len(times_ns)` calls' figures, or None."""
+        return None
+
+    def device_lost(self, error: BaseException) -> str | None:
+        """When `error` left the device unusable for the rest of this process: a one-line reason; else None."""
+        return None

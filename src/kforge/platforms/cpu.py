@@ -1,4 +1,9 @@
-"""The CPU platform: C++ candidates built with the host compiler, timed with the monotonic clock."""
+"""The CPU platform: C++ candidates built with the host compiler, timed with the monotonic clock.
+
+Triton candidates run here too, through Triton's interpreter (TRITON_INTERPRET=1), so that machines
+without a GPU (CI among them) can check them for correctness; the interpreter's speed says nothing about
+a GPU's, so they are never timed here.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ def last_level_cache_bytes() -> int:
 
 class CpuPlatform(Platform):
     name = "cpu"
-    languages = ("cpp",)
+    languages = ("cpp", "triton")
 
     def __init__(self) -> None:
         self._flush_buffer: torch.Tensor | None = None
@@ -60,6 +65,15 @@ class CpuPlatform(Platform):
             self._flush_buffer = torch.empty(2 * last_level_cache_bytes(), dtype=torch.uint8)
         self._flush_round = (self._flush_round + 1) % 251
         self._flush_buffer.fill_(self._flush_round)
+
+    def untimed_reason(self, language: str) -> str | None:
+        if language == "triton":
+            return ("Triton ran in its CPU interpreter (TRITON_INTERPRET=1): correctness was checked, speed was "
+                    "not measured; use --platform cuda on a GPU machine to time it")
+        return None
+
+    def worker_environment(self) -> dict[str, str]:
+        return {"TRITON_INTERPRET": "1"}
 
     def describe(self) -> dict[str, str]:
         import platform

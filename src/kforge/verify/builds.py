@@ -1,15 +1,17 @@
 """Building candidates' C++/CUDA extensions, cached by what is compiled (runs inside the worker).
 
 Candidates call `torch.utils.cpp_extension.load_inline` as they would anywhere. The worker swaps in a
-wrapper that gives each distinct build (sources, functions, flags, torch version) its own directory under
-the cache, so evaluating the same kernel again loads the finished library instead of recompiling, and
-two candidates that happen to share a module name never overwrite each other's build.
+wrapper that gives each distinct build (sources, functions, flags, torch version, and for CUDA sources the
+target architectures and CUDA version) its own directory under the cache, so evaluating the same kernel
+again loads the finished library instead of recompiling, and two candidates that happen to share a module
+name never overwrite each other's build.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 import time
@@ -71,7 +73,22 @@ def build_key(name: str, cpp_sources: Any, args: tuple[Any, ...], kwargs: dict[s
         "torch": torch.__version__,
         "python": sys.version,
     }
+    if kwargs.get("cuda_sources", args[0] if args else None) or kwargs.get("with_cuda"):
+        # Only CUDA builds depend on these; leaving them out of C++ builds keeps those keys stable.
+        described["cuda_arch"] = target_architectures()
+        described["cuda"] = torch.version.cuda
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def target_architectures() -> str:
+    """What load_inline compiles CUDA code for: TORCH_CUDA_ARCH_LIST, else the visible device's capability."""
+    listed = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
+    if listed:
+        return listed
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return f"{major}.{minor}"
+    return ""
 
 
 def _safe(name: str) -> str:

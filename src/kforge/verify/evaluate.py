@@ -107,12 +107,18 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     if loaded_solution.language not in platform.languages:
         raise SolutionError(f"platform {platform.name} does not run {loaded_solution.language} candidates "
                             f"(it runs {', '.join(platform.languages)})")
+    untimed = platform.untimed_reason(loaded_solution.language)
+    if untimed:
+        options = options.model_copy(update={"measure": False})
     reference_model = loaded_problem.make_model(options.seed).to(platform.device)
     first_inputs = tensors.to_device(loaded_problem.inputs(_trial_seed(options, 0)), platform.device)
     context = _Context(loaded_problem, loaded_solution, platform, options, say,
                        (options.cache_dir or cache_dir()).expanduser(), reference_model,
                        reference_ops(reference_model, first_inputs), pool)
-    return _Evaluation(context).run()
+    evaluation = _Evaluation(context)
+    if untimed:
+        evaluation.warnings.append(untimed)
+    return evaluation.run()
 
 
 class _Evaluation:
@@ -229,17 +235,14 @@ class _Evaluation:
     def measure(self, worker: Worker, reference_worker: Worker | None) -> Verdict:
         ctx = self.ctx
         eager = compiled = None
-        calibration: _TimingResult | None = None
         if reference_worker is not None:
             self.ready(reference_worker)
         if reference_worker is not None and "eager" in ctx.options.baselines:
             self.load(reference_worker, solution=None, compile_model=False)
             ctx.progress("timing the reference (eager)")
-            calibration = self.time(reference_worker, trusted=True)
-            eager = calibration.stats
+            eager = self.time(reference_worker, trusted=True).stats
         ctx.progress("timing the candidate")
         candidate = self.time(worker, trusted=False)
-        self.cross_check_clock(candidate, calibration)
         if reference_worker is not None and "compile" in ctx.options.baselines:
             compiled = self.time_compiled(reference_worker)
         return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
@@ -270,11 +273,16 @@ class _Evaluation:
         elapsed = time.monotonic_ns() - started
         self.timing_s += elapsed / 1e9
         times = [int(t) for t in reply.get("times_ns", []) if isinstance(t, (int, float))]
+        second = [int(t) for t in reply.get("second_clock_ns", []) if isinstance(t, (int, float))]
         if not times or any(t < 0 for t in times):
             raise _Failed(Outcome.REJECTED, "the worker reported no valid timings", rule="dynamic.clock")
+        readings = ClockReadings(times, second, int(reply.get("loop_ns", 0)), elapsed)
         if not trusted:
             self.spot_check(out_path, plan)
-        return _TimingResult(summarize(times), times, int(reply.get("loop_ns", 0)), elapsed, plan)
+            problem = clock_disagreement(readings)
+            if problem:
+                raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
+        return _TimingResult(summarize(times), readings)
 
     def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
         ctx = self.ctx
@@ -291,14 +299,6 @@ class _Evaluation:
             if not comparison.ok:
                 raise _Failed(Outcome.INCORRECT, f"an output produced while timing (call {index}) is wrong: "
                               f"{comparison.reason}")
-
-    def cross_check_clock(self, candidate: _TimingResult, calibration: _TimingResult | None) -> None:
-        problem = clock_disagreement(
-            ClockReadings(candidate.times, candidate.loop_ns, candidate.elapsed_ns),
-            None if calibration is None else ClockReadings(calibration.times, calibration.loop_ns,
-                                                           calibration.elapsed_ns))
-        if problem:
-            raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
 
     # ---- plumbing ----------------------------------------------------------------------------------------
     def ask(self, worker: Worker, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -348,10 +348,7 @@ class _Evaluation:
 @dataclass(frozen=True)
 class _TimingResult:
     stats: TimingStats
-    times: list[int]
-    loop_ns: int
-    elapsed_ns: int
-    plan: TimingPlan
+    readings: ClockReadings
 
 
 def _ratio(baseline: TimingStats | None, candidate: TimingStats | None) -> float | None:

@@ -23,9 +23,13 @@ WATCHED: dict[str, tuple[str, ...]] = {
     "torch.Tensor": ("__eq__", "__ne__", "__lt__", "__gt__", "__abs__", "__sub__", "clone", "detach", "copy_",
                      "to", "cpu", "cuda", "allclose", "equal", "data_ptr", "__torch_function__"),
     "torch.testing": ("assert_close",),
-    "torch.cuda": ("synchronize", "Event", "Stream", "current_stream"),
+    "torch.cuda": ("synchronize", "Event", "Stream", "current_stream", "memory_snapshot", "mem_get_info",
+                   "empty_cache"),
+    "torch.cuda.Event": ("record", "elapsed_time", "synchronize", "query", "wait"),
     "builtins": ("isinstance", "type", "len", "abs", "max", "min", "sum", "open", "print", "__import__"),
     "kforge.platforms.cpu": ("_clock",),
+    "kforge.platforms.cuda": ("_clock", "_synchronize", "_current_stream", "_Event", "_record", "_elapsed_time"),
+    "kforge.platforms.cuda_poison": ("_memory_snapshot", "_current_stream", "_empty"),
     "kforge.verify.tensors": ("plain_copy", "save"),
     "kforge.verify.timing": ("_loop_clock",),
 }
@@ -38,7 +42,11 @@ def _resolve(path: str) -> Any:
         return time
     if path == "torch.Tensor":
         return torch.Tensor
-    return importlib.import_module(path)
+    try:
+        return importlib.import_module(path)
+    except ImportError:  # a class inside a module, such as torch.cuda.Event
+        owner, _, name = path.rpartition(".")
+        return getattr(_resolve(owner), name)
 
 
 def _identity(owner: str, name: str) -> int:

@@ -46,3 +46,20 @@ def save(value: Any, path: Path) -> None:
 def load(path: Path) -> Any:
     """Read what a worker wrote; only tensors and plain containers can come out."""
     return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def same_bits(first: Any, second: Any) -> bool:
+    """True when two plain copies have the same structure and bit-identical tensors (a NaN equals itself)."""
+    if first is second:
+        return True
+    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor):
+        if first.shape != second.shape or first.dtype != second.dtype or first.device != second.device:
+            return False
+        return bool(torch.equal(_as_bytes(first), _as_bytes(second)))
+    if type(first) in (tuple, list) and type(first) is type(second) and len(first) == len(second):
+        return all(same_bits(a, b) for a, b in zip(first, second, strict=True))
+    return bool(first == second) or (first != first and second != second)  # NaN
+
+
+def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)

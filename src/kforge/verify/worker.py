@@ -22,7 +22,8 @@ from typing import Any
 
 import torch
 
-import kforge.platforms.cpu  # noqa: F401  (captures its clock before any candidate code exists)
+# Importing the platforms (cpu, cuda) captures their clocks, events and synchronize before any candidate
+# code exists in this process.
 from kforge.platforms import Platform, get_platform
 from kforge.problem import Problem, import_file, load_problem
 from kforge.verify import tensors
@@ -32,6 +33,12 @@ from kforge.verify.tamper import TamperWatch
 from kforge.verify.timing import TimingPlan, run_timing
 
 _TRACEBACK_LINES = 12
+# Fresh memory poisoned before each correctness call, beyond what the allocator caches: enough for the
+# outputs and workspaces of any kernel whose inputs are this many times smaller.
+_POISON_INPUT_MULTIPLE = 4
+_POISON_MIN_BYTES = 64 << 20
+# Exit status of a worker retired because its device context is unusable.
+_EXIT_DEVICE_LOST = 70
 
 
 class RequestFailed(Exception):
@@ -51,6 +58,7 @@ class WorkerState:
         self.platform: Platform | None = None
         self.problem: Problem | None = None
         self.model: Any = None
+        self.candidate_loaded = False
 
     # ---- requests ----------------------------------------------------------------------------------------
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -74,6 +82,13 @@ class WorkerState:
         if request.get("compile"):
             model = torch.compile(model)
         self.model = model
+        self.candidate_loaded = solution is not None
+        self._check_tamper()
+        return {"build_s": self.builds.seconds, "builds": self.builds.builds}
+
+    def build(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Import a candidate only, so its extensions compile into the cache (see verify/prebuild.py)."""
+        self._import_candidate(Path(request["solution"]))
         self._check_tamper()
         return {"build_s": self.builds.seconds, "builds": self.builds.builds}
 
@@ -83,11 +98,13 @@ class WorkerState:
                                    platform.device)
         outputs = []
         ops: set[str] = set()
+        reserve = max(_POISON_MIN_BYTES, _POISON_INPUT_MULTIPLE * _tensor_bytes(inputs))
         for _ in range(int(request.get("calls", 2))):
             threads_before = threading.active_count()
+            platform.poison_free_memory(reserve)
             output, called_ops = self._call(inputs, record=bool(request.get("record_ops", True)))
             ops |= called_ops
-            outputs.append(self._keep(output))
+            outputs.append(output)
             if threading.active_count() > threads_before:
                 raise RequestFailed("rejected", "the candidate left a thread running after it returned",
                                     rule="dynamic.thread")
@@ -105,8 +122,12 @@ class WorkerState:
         with torch.no_grad():
             result = run_timing(lambda inputs: self.model(*inputs), make_inputs, platform, plan, self._keep)
         self._check_tamper()
+        doubt = platform.audit_timing(result.times_ns) if self.candidate_loaded else None
+        if doubt is not None:
+            raise RequestFailed("rejected", doubt.message, rule=doubt.rule)
         tensors.save({str(index): value for index, value in result.spot_outputs.items()}, Path(request["out"]))
-        return {"times_ns": result.times_ns, "loop_ns": result.loop_ns, "spots": sorted(result.spot_outputs)}
+        return {"times_ns": result.times_ns, "second_clock_ns": result.second_clock_ns, "loop_ns": result.loop_ns,
+                "spots": sorted(result.spot_outputs)}
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _ready(self) -> tuple[Problem, Platform]:
@@ -126,6 +147,7 @@ class WorkerState:
             raise RequestFailed("runtime_error", f"importing the solution failed: {_describe(exc)}") from None
 
     def _call(self, inputs: list[Any], record: bool) -> tuple[Any, set[str]]:
+        """Call the model once; return a copy of its output as the caller's stream saw it, and its operators."""
         _, platform = self._ready()
         try:
             with torch.no_grad():
@@ -133,11 +155,21 @@ class WorkerState:
                     output, ops = record_ops(lambda: self.model(*inputs))
                 else:
                     output, ops = self.model(*inputs), set()
-                platform.synchronize()
+            # Copied before any device-wide wait: on a GPU the copy runs on the caller's stream, so it reads
+            # what the next kernel on that stream would read, and work still running elsewhere shows.
+            kept = self._keep(output)
+            platform.synchronize()
+            settled = self._keep(output) if platform.asynchronous else kept
+        except RequestFailed:
+            raise
         except Exception as exc:
             raise RequestFailed("runtime_error", f"forward failed: {_describe(exc)}") from exc
         self._check_tamper()
-        return output, ops
+        if not tensors.same_bits(kept, settled):
+            raise RequestFailed("rejected", "the output was still being written after the call returned: the "
+                                "kernel ran outside the caller's stream, which never waited for it",
+                                rule="dynamic.unsynchronized")
+        return kept, ops
 
     def _keep(self, output: Any) -> Any:
         try:
@@ -152,6 +184,10 @@ class WorkerState:
                                 rule="dynamic.tamper")
 
 
+def _tensor_bytes(values: list[Any]) -> int:
+    return sum(value.numel() * value.element_size() for value in values if isinstance(value, torch.Tensor))
+
+
 def _describe(exc: BaseException) -> str:
     lines = traceback.format_exception_only(type(exc), exc)
     text = "".join(lines).strip()
@@ -164,24 +200,34 @@ def _describe(exc: BaseException) -> str:
 
 
 def serve(state: WorkerState, requests: Any, reply: Any) -> None:
-    handlers = {"load": state.load, "run": state.run, "time": state.time}
+    handlers = {"load": state.load, "run": state.run, "time": state.time, "build": state.build}
     for line in requests:
         request = json.loads(line)
         op = request.get("op")
         if op == "exit":
             return
         started = time.perf_counter()
+        error: BaseException | None = None
         try:
             answer = {"ok": True, **handlers[op](request)}
         except RequestFailed as exc:
-            answer = {"ok": False, "kind": exc.kind, "message": str(exc), "rule": exc.rule}
-        except MemoryError:
+            answer, error = {"ok": False, "kind": exc.kind, "message": str(exc), "rule": exc.rule}, exc
+        except MemoryError as exc:
             answer = {"ok": False, "kind": "runtime_error", "message": "out of memory (the worker's limit)"}
+            error = exc
         except Exception as exc:
-            answer = {"ok": False, "kind": "runtime_error", "message": _describe(exc)}
+            answer, error = {"ok": False, "kind": "runtime_error", "message": _describe(exc)}, exc
+        lost = state.platform.device_lost(error) if error is not None and state.platform is not None else None
+        if lost:
+            answer = {"ok": False, "kind": "crashed", "rule": None,
+                      "message": f"the candidate left the device unusable ({lost}); this worker was retired"}
         answer["worker_s"] = time.perf_counter() - started
         reply.write(json.dumps(answer) + "\n")
         reply.flush()
+        if lost:
+            # Every later call in this process would fail the same way, and tearing the context down can
+            # hang: leave at once, so that the harness's next worker starts on a clean context.
+            os._exit(_EXIT_DEVICE_LOST)
 
 
 def main(argv: list[str] | None = None) -> None:

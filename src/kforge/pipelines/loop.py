@@ -1,0 +1,234 @@
+"""The KForge loop: a functional pass until a candidate is correct, then optimization rounds.
+
+Functional pass: the generation agent writes a candidate; the harness judges it; failures go back to the
+agent as feedback (compiler errors, the exception, the mismatch, the policy rule) until a candidate is
+correct or the attempt budget is spent. Optimization pass: the analyst reads the best candidate's profile
+and recommends one change; the generation agent applies it; the result replaces the best only when it is
+correct and faster beyond measurement noise (`is_faster`). The loop stops after the rounds, when rounds
+stop improving (`patience`), or when a budget is reached.
+
+Every attempt is recorded in the store as soon as it exists and its evaluation as soon as it is known. A
+resumed run replays the same decisions: its LLM requests are answered from the store and an attempt the
+store already judged is not evaluated again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from kforge.agents.analyst import AnalystAgent, ProfileView
+from kforge.agents.feedback import AttemptOutcome, generation_feedback, verdict_feedback
+from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, Proposal
+from kforge.llm.budget import BudgetExceeded
+from kforge.store import Attempt, Store, text_hash
+from kforge.verify.verdict import TimingStats, Verdict
+
+Evaluator = Callable[[str], Verdict]
+Profiler = Callable[[str, Verdict], ProfileView]
+
+MIN_IMPROVEMENT = 0.02
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    attempts: int = 5  # generation attempts allowed for the functional pass
+    rounds: int = 3  # optimization rounds
+    candidates: int = 1  # candidates requested concurrently per step
+    patience: int = 2  # optimization rounds without improvement before stopping
+    repairs: int = 1  # repair attempts for a failed optimization candidate
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt as the loop saw it."""
+
+    attempt_id: int
+    phase: Phase
+    round: int
+    outcome: AttemptOutcome
+    source: str
+    verdict: Verdict | None
+    note: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    cached_llm: bool = False
+
+    @property
+    def runtime_ms(self) -> float | None:
+        return self.verdict.runtime_ms if self.verdict else None
+
+
+@dataclass
+class LoopResult:
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    best: AttemptRecord | None = None
+    stop_reason: str = ""
+    recommendations: list[str] = field(default_factory=list)
+
+
+LoopEvent = Callable[[str], None]
+
+
+def median_standard_error(stats: TimingStats) -> float:
+    """Standard error of a median, from the interquartile range: 1.2533 * sigma / sqrt(n), sigma ~ IQR / 1.349."""
+    return 0.929 * stats.iqr_ms / math.sqrt(max(stats.repeats, 1))
+
+
+def is_faster(new: Verdict, best: Verdict) -> bool:
+    """Correct, and faster than the best beyond noise: the median must drop by more than both MIN_IMPROVEMENT
+    (2%) of the best's median and twice the standard error of the difference of the two medians."""
+    if not new.correct or new.timing is None or best.timing is None:
+        return False
+    noise = 2 * math.hypot(median_standard_error(new.timing), median_standard_error(best.timing))
+    return best.timing.median_ms - new.timing.median_ms > max(MIN_IMPROVEMENT * best.timing.median_ms, noise)
+
+
+class KForgeLoop:
+    def __init__(self, *, generator: GenerationAgent, analyst: AnalystAgent, evaluate: Evaluator,
+                 profile: Profiler, store: Store, run_id: int, settings: LoopSettings,
+                 on_event: LoopEvent | None = None) -> None:
+        self.generator = generator
+        self.analyst = analyst
+        self.evaluate = evaluate
+        self.profile = profile
+        self.store = store
+        self.run_id = run_id
+        self.settings = settings
+        self.say = on_event or (lambda _text: None)
+        self.result = LoopResult()
+
+    def run(self, starting_source: str | None = None) -> LoopResult:
+        try:
+            if starting_source is not None:
+                self.result.best = self._judge(starting_source, "generate", 0, None, None, made_by="user")
+                if self.result.best.outcome != AttemptOutcome.CORRECT:
+                    self.result.best = None
+            if self.result.best is None:
+                self._functional_pass()
+            if self.result.best is None:
+                self.result.stop_reason = f"no correct candidate within {self.settings.attempts} attempts"
+                return self.result
+            self._optimization_pass()
+        except BudgetExceeded as exc:
+            self.result.stop_reason = f"budget reached: {exc}"
+        return self.result
+
+    # ---- passes ------------------------------------------------------------------------------------------
+    def _functional_pass(self) -> None:
+        request = GenerationRequest(phase="generate")
+        made = 0
+        while made < self.settings.attempts and self.result.best is None:
+            count = min(self.settings.candidates, self.settings.attempts - made)
+            self.say(f"functional pass: asking for {count} candidate(s)")
+            records = self._ask_and_judge([request] * count, round_=0, parent=None)
+            made += len(records)
+            correct = [r for r in records if r.outcome == AttemptOutcome.CORRECT]
+            if correct:
+                self.result.best = min(correct, key=lambda r: r.runtime_ms or float("inf"))
+                return
+            last = records[-1]
+            request = GenerationRequest(phase="repair", previous_source=last.source or None, feedback=last.note)
+
+    def _optimization_pass(self) -> None:
+        stale = 0
+        for round_ in range(1, self.settings.rounds + 1):
+            best = self.result.best
+            assert best is not None and best.verdict is not None
+            self.say(f"round {round_}: profiling the best candidate (attempt {best.attempt_id})")
+            view = self.profile(best.source, best.verdict)
+            recommendation = self.analyst.recommend(best.source, best.verdict.runtime_ms or 0.0,
+                                                    best.verdict.eager_ms, view, self.result.recommendations)
+            self.result.recommendations.append(recommendation.text)
+            self.say(f"round {round_}: analyst recommends: {recommendation.text}")
+            request = GenerationRequest(phase="optimize", previous_source=best.source,
+                                        recommendation=recommendation.text,
+                                        best_runtime_ms=best.verdict.runtime_ms, eager_ms=best.verdict.eager_ms)
+            improved = self._optimization_round(request, round_, best)
+            stale = 0 if improved else stale + 1
+            if stale >= self.settings.patience:
+                self.result.stop_reason = f"no improvement in {stale} consecutive rounds"
+                return
+        self.result.stop_reason = f"finished {self.settings.rounds} optimization rounds"
+
+    def _optimization_round(self, request: GenerationRequest, round_: int, best: AttemptRecord) -> bool:
+        records = self._ask_and_judge([request] * self.settings.candidates, round_, parent=best.attempt_id)
+        for _ in range(self.settings.repairs):
+            failed = [r for r in records if r.outcome != AttemptOutcome.CORRECT]
+            if not failed or any(r.outcome == AttemptOutcome.CORRECT for r in records):
+                break
+            last = failed[-1]
+            repair = GenerationRequest(phase="repair", previous_source=last.source or None, feedback=last.note)
+            records = self._ask_and_judge([repair], round_, parent=last.attempt_id)
+        improved = False
+        for record in records:
+            current = self.result.best
+            assert current is not None and current.verdict is not None
+            if record.verdict is not None and is_faster(record.verdict, current.verdict):
+                self.say(f"round {round_}: attempt {record.attempt_id} is the new best "
+                         f"({current.verdict.runtime_ms:.4g} -> {record.verdict.runtime_ms:.4g} ms)")
+                self.result.best = record
+                improved = True
+        return improved
+
+    # ---- one step: concurrent generation, evaluations queued as proposals arrive ------------------------------
+    def _ask_and_judge(self, requests: list[GenerationRequest], round_: int, parent: int | None) -> list[AttemptRecord]:
+        records: list[AttemptRecord] = []
+        with ThreadPoolExecutor(max_workers=max(1, len(requests))) as pool:
+            futures = [pool.submit(self.generator.propose, request) for request in requests]
+            for future in as_completed(futures):
+                proposal: Proposal = future.result()
+                phase = requests[0].phase
+                records.append(self._record_proposal(proposal, phase, round_, parent))
+        return records
+
+    def _record_proposal(self, proposal: Proposal, phase: Phase, round_: int, parent: int | None) -> AttemptRecord:
+        usage = proposal.completion.usage
+        tokens = {"prompt_tokens": usage.prompt_tokens if usage else 0,
+                  "completion_tokens": usage.completion_tokens if usage else 0,
+                  "cost_usd": proposal.completion.cost_usd, "cached_llm": proposal.completion.cached}
+        if proposal.source is None:
+            note = generation_feedback(proposal.problem or "no code")
+            attempt = self._attempt(proposal.completion.text, phase, round_, parent, "generator")
+            if self.store.evaluation_of(attempt.id) is None:
+                self.store.record_evaluation(attempt.id, {"verdict": AttemptOutcome.GENERATION_FAILURE.value,
+                                                          "reason": note, "llm_usage": tokens})
+            record = AttemptRecord(attempt.id, phase, round_, AttemptOutcome.GENERATION_FAILURE, "", None, note,
+                                   **tokens)
+            self._report(record)
+            return record
+        return self._judge(proposal.source, phase, round_, parent, tokens, made_by="generator")
+
+    def _judge(self, source: str, phase: Phase, round_: int, parent: int | None, tokens: dict[str, object] | None,
+               made_by: str) -> AttemptRecord:
+        attempt = self._attempt(source, phase, round_, parent, made_by)
+        stored = self.store.evaluation_of(attempt.id)
+        if stored is not None and "platform" in stored.verdict:
+            verdict = Verdict.model_validate({k: v for k, v in stored.verdict.items()
+                                              if k not in ("correct", "llm_usage")})
+        else:
+            self.say(f"evaluating attempt {attempt.id}")
+            verdict = self.evaluate(source)
+            self.store.record_evaluation(attempt.id, {**verdict.to_json_dict(), "llm_usage": tokens or {}})
+        outcome = AttemptOutcome.of(verdict)
+        note = "" if outcome == AttemptOutcome.CORRECT else verdict_feedback(verdict)
+        record = AttemptRecord(attempt.id, phase, round_, outcome, source, verdict, note, **(tokens or {}))
+        self._report(record)
+        return record
+
+    def _attempt(self, source: str, phase: Phase, round_: int, parent: int | None, made_by: str) -> Attempt:
+        existing = self.store.find_attempt(self.run_id, text_hash(source))
+        if existing is not None:
+            return existing
+        return self.store.record_attempt(self.run_id, source=source, language=self.generator.target.language,
+                                         platform=self.generator.target.platform, made_by=f"{made_by}:{phase}",
+                                         round=round_, parent_attempt_id=parent)
+
+    def _report(self, record: AttemptRecord) -> None:
+        self.result.attempts.append(record)
+        runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
+        self.say(f"attempt {record.attempt_id} ({record.phase}): {record.outcome.value}{runtime}")
+

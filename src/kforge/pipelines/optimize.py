@@ -1,0 +1,142 @@
+"""`kforge optimize`: puts the loop together from settings, a store, a chat model and the harness."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kforge.agents.analyst import AnalystAgent, ProfileView
+from kforge.agents.generator import GenerationAgent
+from kforge.agents.targets import Target
+from kforge.llm.base import ChatModel
+from kforge.llm.budget import Budget, Spend
+from kforge.llm.recording import RecordingChatModel
+from kforge.pipelines.loop import KForgeLoop, LoopEvent, LoopResult, LoopSettings
+from kforge.problem import Problem, load_problem, source_hash
+from kforge.store import Store, StoreError
+from kforge.verify.evaluate import EvalOptions, evaluate
+from kforge.verify.sandbox import WorkerPool
+from kforge.verify.verdict import Verdict
+
+
+class OptimizeError(ValueError):
+    """A request that cannot be carried out; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class OptimizeRequest:
+    problem: Path
+    platform: str
+    language: str
+    model: str
+    loop: LoopSettings = field(default_factory=LoopSettings)
+    eval_options: EvalOptions = field(default_factory=EvalOptions)
+    reference: Path | None = None
+    send_images: bool = False
+    max_output_tokens: int = 8192
+    temperature: float | None = None
+
+    def for_record(self) -> dict[str, Any]:
+        return {"problem": str(self.problem), "platform": self.platform, "language": self.language,
+                "model": self.model, "reference": str(self.reference) if self.reference else None,
+                "loop": self.loop.__dict__, "send_images": self.send_images,
+                "max_output_tokens": self.max_output_tokens, "temperature": self.temperature,
+                "eval": self.eval_options.model_dump(mode="json", exclude={"policy", "cache_dir", "tolerance"})}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], eval_options: EvalOptions) -> OptimizeRequest:
+        return cls(problem=Path(record["problem"]), platform=record["platform"], language=record["language"],
+                   model=record["model"], loop=LoopSettings(**record["loop"]),
+                   eval_options=EvalOptions.model_validate({**eval_options.model_dump(), **record.get("eval", {})}),
+                   reference=Path(record["reference"]) if record.get("reference") else None,
+                   send_images=bool(record.get("send_images")),
+                   max_output_tokens=int(record.get("max_output_tokens", 8192)),
+                   temperature=record.get("temperature"))
+
+
+@dataclass
+class OptimizeOutcome:
+    run_id: int
+    result: LoopResult
+
+
+def start_run(store: Store, request: OptimizeRequest) -> int:
+    problem = load_problem(request.problem)
+    run = store.create_run(command="optimize", problem_path=str(problem.path), problem_hash=problem.source_hash,
+                           platform=request.platform, language=request.language, model=request.model,
+                           settings=request.for_record())
+    return run.id
+
+
+def resume_request(store: Store, run_id: int, eval_options: EvalOptions) -> OptimizeRequest:
+    """The request a run was started with, so resuming it repeats the same work."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise OptimizeError(f"no run {run_id} in the store")
+    if run.command != "optimize":
+        raise OptimizeError(f"run {run_id} was made by {run.command!r}, not optimize")
+    request = OptimizeRequest.from_record(run.settings, eval_options)
+    if source_hash(request.problem.read_text()) != run.problem_hash:
+        raise OptimizeError(f"the problem file {request.problem} changed since run {run_id} started")
+    return request
+
+
+def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: ChatModel, budget: Budget,
+                 use_cache: bool = True, on_event: LoopEvent | None = None) -> OptimizeOutcome:
+    """Run (or resume) the loop for `run_id`; the run is marked finished, failed or interrupted."""
+    problem = load_problem(request.problem)
+    target = Target(request.platform, request.language)
+    reference = request.reference.read_text() if request.reference else None
+    spent = store.costs_of(run_id)
+    budget = Budget(max_calls=budget.max_calls, max_tokens=budget.max_tokens, max_usd=budget.max_usd,
+                    max_wall_s=budget.max_wall_s,
+                    spent=Spend(calls=spent.calls, tokens=spent.tokens, usd=spent.cost_usd))
+    recording = RecordingChatModel(chat, store, run_id, budget=budget, use_cache=use_cache)
+    generator = GenerationAgent(recording, target, problem.source, reference, request.max_output_tokens,
+                                request.temperature)
+    analyst = AnalystAgent(recording, target, problem.source, request.send_images, temperature=request.temperature)
+    options = request.eval_options.model_copy(update={"platform": request.platform, "language": request.language})
+    status = "failed"
+    with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool:
+        evaluator = _file_evaluator(problem, options, Path(workdir), pool)
+        loop = KForgeLoop(generator=generator, analyst=analyst, evaluate=evaluator, profile=timing_profile,
+                          store=store, run_id=run_id, settings=request.loop, on_event=on_event)
+        try:
+            result = loop.run()
+            status = "finished"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            store.finish_run(run_id, status)  # type: ignore[arg-type]
+    return OptimizeOutcome(run_id, result)
+
+
+def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path,
+                    pool: WorkerPool) -> Callable[[str], Verdict]:
+    def evaluate_source(source: str) -> Verdict:
+        path = workdir / f"candidate_{source_hash(source)[:16]}.py"
+        path.write_text(source)
+        return evaluate(problem.path, path, options, pool=pool)
+
+    return evaluate_source
+
+
+def timing_profile(source: str, verdict: Verdict) -> ProfileView:
+    """The measurements the harness already has, as text (used where no profiler output is available)."""
+    lines = [f"candidate median {verdict.runtime_ms:.4g} ms" if verdict.runtime_ms is not None else "no timing"]
+    if verdict.timing:
+        lines.append(f"spread: IQR {verdict.timing.iqr_ms:.3g} ms over {verdict.timing.repeats} runs; "
+                     f"min {verdict.timing.min_ms:.4g} ms")
+    if verdict.eager_ms is not None:
+        lines.append(f"PyTorch eager {verdict.eager_ms:.4g} ms (speedup {verdict.speedup_vs_eager:.2f}x)")
+    if verdict.compile_ms is not None:
+        lines.append(f"torch.compile {verdict.compile_ms:.4g} ms (speedup {verdict.speedup_vs_compile:.2f}x)")
+    return ProfileView(text="\n".join(lines))
+
+
+__all__ = ["OptimizeError", "OptimizeOutcome", "OptimizeRequest", "StoreError", "resume_request", "run_optimize",
+           "start_run"]

@@ -1,0 +1,162 @@
+"""The CUDA platform: CUDA C++ (load_inline) and Triton candidates on an NVIDIA GPU.
+
+Timing uses device events on the caller's stream around each call, with the device idle before and after
+and the L2 flushed in between. Each call is also timed by the host clock up to a device-wide
+synchronize; `audit_timing` compares the two, so work pushed onto another stream cannot hide from the
+events. The judgement itself (and every other decision that needs no GPU) is in `cuda_device.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+import torch
+
+from kforge.platforms.base import Platform, TimingDoubt
+from kforge.platforms.cuda_device import (
+    arch_list,
+    context_error_line,
+    flush_bytes,
+    hidden_work,
+    l2_cache_bytes,
+)
+from kforge.platforms.cuda_poison import poison_free_memory
+
+# Captured when the worker imports this module, before any candidate code exists in the process: a
+# candidate that patches torch.cuda.Event or torch.cuda.synchronize later does not reach these.
+_clock = time.perf_counter_ns
+_synchronize = torch.cuda.synchronize
+_current_stream = torch.cuda.current_stream
+_Event = torch.cuda.Event
+_record = torch.cuda.Event.record
+_elapsed_time = torch.cuda.Event.elapsed_time
+
+_CALIBRATION_CALLS = 25
+_KEPT_CLOCK_PAIRS = 4096
+
+
+class CudaPlatform(Platform):
+    name = "cuda"
+    languages = ("cuda", "triton")
+    # The CUDA driver reserves far more virtual address space than it uses; RLIMIT_AS would kill workers.
+    limit_address_space = False
+    asynchronous = True
+
+    def __init__(self, index: int = 0) -> None:
+        self._index = index
+        self._flush_buffer: torch.Tensor | None = None
+        self._flush_round = 0
+        self._events: tuple[Any, Any] | None = None
+        # (event ns, host ns) of the latest timed calls, for audit_timing.
+        self._clock_pairs: list[tuple[int, int]] = []
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return torch.cuda.is_available()
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cuda", self._index)
+
+    def synchronize(self) -> None:
+        """Wait for every stream on the device, not only the current one."""
+        _synchronize(self._index)
+
+    def time_call(self, call: Callable[[], Any]) -> tuple[Any, int]:
+        result, device_ns, host_ns = self._measure(call)
+        self._clock_pairs.append((device_ns, host_ns))
+        del self._clock_pairs[:-_KEPT_CLOCK_PAIRS]
+        return result, device_ns
+
+    def _measure(self, call: Callable[[], Any]) -> tuple[Any, int, int]:
+        """Events on the caller's stream, and the host clock until the whole device is idle."""
+        if self._events is None:
+            self._events = (_Event(enable_timing=True), _Event(enable_timing=True))
+        start, end = self._events
+        # The stream is taken before the call, so a candidate that switches streams is still timed on ours.
+        stream = _current_stream(self._index)
+        host_start = _clock()
+        _record(start, stream)
+        result = call()
+        _record(end, stream)
+        _synchronize(self._index)
+        host_ns = _clock() - host_start
+        return result, round(_elapsed_time(start, end) * 1e6), host_ns
+
+    def flush_cache(self) -> None:
+        if self._flush_buffer is None:
+            size = flush_bytes(l2_cache_bytes(torch.cuda.get_device_properties(self._index)))
+            self._flush_buffer = torch.empty(size, dtype=torch.uint8, device=self.device)
+        self._flush_round = (self._flush_round + 1) % 251
+        self._flush_buffer.fill_(self._flush_round)
+
+    def audit_timing(self, times_ns: list[int]) -> TimingDoubt | None:
+        pairs = self._clock_pairs[-len(times_ns):] if times_ns else []
+        if [device for device, _ in pairs] != list(times_ns):
+            return TimingDoubt("dynamic.clock", "the timing loop's figures differ from the device events' record")
+        reason = hidden_work([device for device, _ in pairs], [host for _, host in pairs], self._overhead_ns())
+        return TimingDoubt("dynamic.side-stream", reason) if reason else None
+
+    def _overhead_ns(self) -> float:
+        """Host time minus event time for an empty call: launch and synchronization latency alone."""
+        self.synchronize()
+        samples = []
+        for _ in range(_CALIBRATION_CALLS):
+            _, device_ns, host_ns = self._measure(lambda: None)
+            samples.append(host_ns - device_ns)
+        return statistics.median(samples)
+
+    def poison_free_memory(self, reserve_bytes: int) -> None:
+        self.synchronize()
+        free_now, _ = torch.cuda.mem_get_info(self._index)
+        poison_free_memory(self.device, min(reserve_bytes, free_now // 4))
+        self.synchronize()
+
+    def device_lost(self, error: BaseException) -> str | None:
+        line = context_error_line(_error_text(error))
+        if line:
+            return line
+        try:  # an error that broke the context makes every later call fail, a plain synchronize included
+            _synchronize(self._index)
+        except Exception as probe:
+            return _first_line(_error_text(probe))
+        return None
+
+    def describe(self) -> dict[str, str]:
+        properties = torch.cuda.get_device_properties(self._index)
+        major, minor = properties.major, properties.minor
+        facts = {**super().describe(), "device": properties.name, "capability": f"{major}.{minor}",
+                 "multiprocessors": str(properties.multi_processor_count),
+                 "memory_gib": f"{properties.total_memory / 2**30:.0f}",
+                 "l2_mib": f"{l2_cache_bytes(properties) / 2**20:.0f}", "cuda": str(torch.version.cuda)}
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            facts["triton"] = metadata.version("triton")
+        return facts
+
+    def worker_environment(self) -> dict[str, str]:
+        # Build for this device alone (sm_90 on an H100 or H200): one architecture compiles faster than
+        # torch's default list, and the build cache keys on it.
+        return {"TORCH_CUDA_ARCH_LIST": arch_list(torch.cuda.get_device_capability(self._index))}
+
+
+def _error_text(error: BaseException) -> str:
+    """The messages of an exception and the ones it was raised from."""
+    parts, seen = [], set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(f"{type(current).__name__}: {current}")
+        current = current.__cause__ or current.__context__
+    return "\n".join(parts)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return "unknown CUDA error"

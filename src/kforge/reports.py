@@ -1,0 +1,97 @@
+"""Tables and records of runs, for the terminal (rich) and for export (JSON). Reads the store only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from kforge.store import Attempt, Evaluation, Run, Store
+
+
+def _fmt(value: float | None, unit: str = "", digits: str = ".4g") -> str:
+    return "-" if value is None else f"{value:{digits}}{unit}"
+
+
+def runs_table(runs: list[Run]) -> Table:
+    table = Table(title="kforge runs")
+    for column in ("run", "created", "status", "command", "problem", "target", "model"):
+        table.add_column(column)
+    for run in runs:
+        target = f"{run.platform or '-'}/{run.language or '-'}"
+        problem = Path(run.problem_path).parent.name + "/" + Path(run.problem_path).name if run.problem_path else "-"
+        table.add_row(str(run.id), run.created.strftime("%Y-%m-%d %H:%M"), run.status, run.command, problem, target,
+                      run.model or "-")
+    return table
+
+
+def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table:
+    """One row per attempt: who made it, outcome, runtime, speedups, and the LLM tokens and cost behind it."""
+    best = store.best_attempt(run_id)
+    best_id = best.attempt.id if best else None
+    table = Table(title=title or f"run {run_id}: attempts")
+    for column in ("attempt", "made by", "round", "outcome", "runtime", "vs eager", "vs compile", "tokens", "cost"):
+        table.add_column(column, justify="right" if column not in ("made by", "outcome") else "left")
+    for attempt in store.attempts_of(run_id):
+        evaluation = store.evaluation_of(attempt.id)
+        usage = (evaluation.verdict.get("llm_usage") or {}) if evaluation else {}
+        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+        cost = usage.get("cost_usd")
+        marker = " *" if attempt.id == best_id else ""
+        table.add_row(
+            f"{attempt.id}{marker}", attempt.made_by, str(attempt.round),
+            evaluation.outcome if evaluation else "(not evaluated)",
+            _fmt(evaluation.runtime_ms if evaluation else None, " ms"),
+            _fmt(evaluation.speedup_vs_eager if evaluation else None, "x", ".2f"),
+            _fmt(evaluation.speedup_vs_compile if evaluation else None, "x", ".2f"),
+            str(tokens) if usage else "-", "cached" if usage.get("cached_llm") else _fmt(cost, "", ".4f"),
+        )
+    return table
+
+
+def costs_line(store: Store, run_id: int) -> str:
+    costs = store.costs_of(run_id)
+    unpriced = f", {costs.unpriced_calls} without a price" if costs.unpriced_calls else ""
+    return (f"LLM: {costs.calls} calls ({costs.cached_calls} from cache), {costs.tokens} tokens, "
+            f"${costs.cost_usd:.4f}{unpriced}")
+
+
+def run_record(store: Store, run_id: int) -> dict[str, Any]:
+    """The whole run as JSON data: its settings, every attempt with its verdict, the LLM calls' usage."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise KeyError(run_id)
+    best = store.best_attempt(run_id)
+    costs = store.costs_of(run_id)
+    return {
+        "run": {"id": run.id, "created": run.created.isoformat(), "status": run.status, "command": run.command,
+                "problem": run.problem_path, "problem_hash": run.problem_hash, "platform": run.platform,
+                "language": run.language, "model": run.model, "settings": run.settings},
+        "best_attempt": best.attempt.id if best else None,
+        "attempts": [_attempt_record(a, store.evaluation_of(a.id)) for a in store.attempts_of(run_id)],
+        "llm": {"calls": costs.calls, "cached_calls": costs.cached_calls, "prompt_tokens": costs.prompt_tokens,
+                "completion_tokens": costs.completion_tokens, "cost_usd": costs.cost_usd},
+    }
+
+
+def _attempt_record(attempt: Attempt, evaluation: Evaluation | None) -> dict[str, Any]:
+    return {"id": attempt.id, "parent": attempt.parent_attempt_id, "made_by": attempt.made_by,
+            "round": attempt.round, "source_hash": attempt.source_hash, "created": attempt.created.isoformat(),
+            "verdict": evaluation.verdict if evaluation else None}
+
+
+def export_run(store: Store, run_id: int, out_dir: Path) -> list[Path]:
+    """Write the best solution (`solution.py`) and the run's record (`run.json`) into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    best = store.best_attempt(run_id)
+    if best is not None:
+        solution = out_dir / "solution.py"
+        solution.write_text(best.attempt.source)
+        written.append(solution)
+    record = out_dir / "run.json"
+    record.write_text(json.dumps(run_record(store, run_id), indent=2, default=str) + "\n")
+    written.append(record)
+    return written
