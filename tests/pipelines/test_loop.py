@@ -1,0 +1,144 @@
+"""The loop's decisions, with a scripted chat and a scripted judge (the end-to-end tests use real ones)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kforge.agents.analyst import AnalystAgent, ProfileView
+from kforge.agents.feedback import AttemptOutcome
+from kforge.agents.generator import GenerationAgent
+from kforge.agents.targets import Target
+from kforge.llm.budget import Budget, BudgetExceeded
+from kforge.llm.messages import Completion, Usage
+from kforge.pipelines.loop import KForgeLoop, LoopSettings, is_faster
+from kforge.store import Store
+from kforge.verify.verdict import Outcome, TimingStats, Verdict
+
+TARGET = Target("cpu", "cpp")
+
+
+def source(tag: str) -> str:
+    return f"import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    TAG = {tag!r}\n"
+
+
+def verdict_for(tag: str) -> Verdict:
+    """The judge's script: the tag says what the candidate is ('bad', 'wrong', 'ms=2.0')."""
+    base = {"platform": "cpu", "language": "cpp"}
+    if tag.startswith("bad"):
+        return Verdict(verdict=Outcome.COMPILE_ERROR, reason="error: nope", **base)
+    if tag == "wrong":
+        return Verdict(verdict=Outcome.INCORRECT, reason="mismatch", max_abs_error=1.0, **base)
+    ms = float(tag.split("=")[1])
+    stats = TimingStats(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=ms * 0.01, repeats=100)
+    return Verdict(verdict=Outcome.CORRECT, reason="ok", runtime_ms=ms, timing=stats, **base)
+
+
+class ScriptedChat:
+    """Answers generation requests from a list of tags and analyst requests with a fixed recommendation."""
+
+    def __init__(self, tags: list[str], delay_s: float = 0.0, budget: Budget | None = None) -> None:
+        self.tags = list(tags)
+        self.delay_s = delay_s
+        self.budget = budget
+        self.lock = threading.Lock()
+        self.concurrent = 0
+        self.most_concurrent = 0
+        self.requests: list[str] = []
+
+    def complete(self, messages, *, max_tokens, temperature=None, on_delta=None):
+        if self.budget is not None:
+            self.budget.check()
+        with self.lock:
+            self.concurrent += 1
+            self.most_concurrent = max(self.most_concurrent, self.concurrent)
+            text = messages[-1].parts[0].text
+            self.requests.append(text)
+            analyst = "Give one recommendation." in text
+            reply = "Recommendation: go faster." if analyst else f"```python\n{source(self.tags.pop(0))}```"
+        time.sleep(self.delay_s)
+        with self.lock:
+            self.concurrent -= 1
+        completion = Completion(text=reply, usage=Usage(prompt_tokens=10, completion_tokens=5), model="scripted",
+                                latency_s=self.delay_s)
+        if self.budget is not None:
+            self.budget.charge(completion)
+        return completion
+
+
+def run_loop(tmp_path: Path, tags: list[str], settings: LoopSettings, chat: ScriptedChat | None = None):
+    chat = chat or ScriptedChat(tags)
+    store = Store(tmp_path / "runs.db")
+    run = store.create_run(command="optimize")
+    judged: list[str] = []
+
+    def judge(text: str) -> Verdict:
+        tag = text.split("TAG = ")[1].strip().strip("'")
+        judged.append(tag)
+        return verdict_for(tag)
+
+    loop = KForgeLoop(generator=GenerationAgent(chat, TARGET, "problem"), analyst=AnalystAgent(chat, TARGET, "p"),
+                      evaluate=judge, profile=lambda src, v: ProfileView(text="profile"), store=store,
+                      run_id=run.id, settings=settings)
+    return loop.run(), judged, chat, store
+
+
+def test_functional_pass_refines_until_correct_then_optimizes(tmp_path: Path) -> None:
+    result, judged, chat, _ = run_loop(tmp_path, ["bad", "wrong", "ms=2.0", "ms=1.0", "ms=0.99"],
+                                       LoopSettings(attempts=5, rounds=2, patience=2))
+    assert judged == ["bad", "wrong", "ms=2.0", "ms=1.0", "ms=0.99"]
+    assert [a.outcome for a in result.attempts[:3]] == [AttemptOutcome.BUILD_FAILURE, AttemptOutcome.MISMATCH,
+                                                        AttemptOutcome.CORRECT]
+    assert result.best is not None and result.best.verdict.runtime_ms == 1.0  # 0.99 is within 2%
+    assert "error: nope" in chat.requests[1]  # feedback reached the model
+    assert result.stop_reason == "finished 2 optimization rounds"
+
+
+def test_gives_up_after_the_attempt_budget(tmp_path: Path) -> None:
+    result, judged, _, _ = run_loop(tmp_path, ["bad", "bad2", "wrong"], LoopSettings(attempts=3))
+    assert result.best is None and len(judged) == 3
+    assert result.stop_reason == "no correct candidate within 3 attempts"
+
+
+def test_stops_when_rounds_stop_improving(tmp_path: Path) -> None:
+    result, judged, _, _ = run_loop(tmp_path, ["ms=1.0", "ms=1.0", "ms=3.0", "ms=0.1"],
+                                    LoopSettings(rounds=5, patience=2))
+    assert judged == ["ms=1.0", "ms=3.0"]  # the second ms=1.0 is the same source: judged once, reused
+    assert result.stop_reason == "no improvement in 2 consecutive rounds"
+
+
+def test_candidates_are_requested_concurrently(tmp_path: Path) -> None:
+    chat = ScriptedChat(["wrong", "ms=3.0", "ms=2.0"], delay_s=0.3)
+    result, judged, chat, _ = run_loop(tmp_path, [], LoopSettings(attempts=3, candidates=3, rounds=0), chat)
+    assert chat.most_concurrent == 3
+    assert sorted(judged) == ["ms=2.0", "ms=3.0", "wrong"]
+    assert result.best is not None and result.best.verdict.runtime_ms == 2.0
+
+
+def test_budget_reached_ends_the_run_cleanly(tmp_path: Path) -> None:
+    budget = Budget(max_calls=2)
+    chat = ScriptedChat(["bad", "bad2", "ms=1.0"], budget=budget)
+    result, judged, _, store = run_loop(tmp_path, [], LoopSettings(attempts=5), chat)
+    assert judged == ["bad", "bad2"] and result.best is None
+    assert result.stop_reason.startswith("budget reached")
+    assert len(store.attempts_of(1)) == 2
+
+
+def test_is_faster_needs_more_than_noise() -> None:
+    def timed(ms: float, iqr: float, repeats: int = 100) -> Verdict:
+        stats = TimingStats(median_ms=ms, mean_ms=ms, min_ms=ms, max_ms=ms, iqr_ms=iqr, repeats=repeats)
+        return Verdict(verdict=Outcome.CORRECT, reason="", platform="cpu", language="cpp", runtime_ms=ms,
+                       timing=stats)
+
+    assert is_faster(timed(1.0, 0.01), timed(2.0, 0.01))
+    assert not is_faster(timed(1.99, 0.001), timed(2.0, 0.001))  # under 2%
+    assert not is_faster(timed(1.8, 2.0, 10), timed(2.0, 2.0, 10))  # 10% but inside very noisy measurements
+    assert is_faster(timed(0.2, 2.0, 100), timed(2.0, 2.0, 100))
+
+
+def test_budget_exceeded_is_an_llm_error() -> None:
+    with pytest.raises(BudgetExceeded):
+        Budget(max_calls=0).check()
