@@ -19,7 +19,14 @@ import pytest
 
 from kforge.store import Store
 from tests.conftest import CANDIDATES, PROBLEMS
-from tests.llm.llm_servers import Scripted, ScriptedServer, anthropic_message, openai_completion
+from tests.llm.llm_servers import (
+    Scripted,
+    ScriptedServer,
+    anthropic_message,
+    anthropic_stream,
+    openai_completion,
+    openai_stream,
+)
 
 LOOP = CANDIDATES / "leaky_scale" / "loop"
 REPLIES = {
@@ -31,6 +38,19 @@ REPLIES = {
     "fast": "```python\n" + (CANDIDATES / "leaky_scale" / "honest.py").read_text() + "```",
 }
 ORDER = ["broken", "wrong", "slow", "analysis", "fast"]
+
+
+def pieces(text: str, size: int = 300) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def openai_reply(name: str) -> Scripted:
+    """Generation replies stream (the loop shows progress); the analyst's does not."""
+    return openai_completion(REPLIES[name]) if name == "analysis" else openai_stream(pieces(REPLIES[name]))
+
+
+def anthropic_reply(name: str) -> Scripted:
+    return anthropic_message(REPLIES[name]) if name == "analysis" else anthropic_stream(pieces(REPLIES[name]))
 
 
 @pytest.fixture
@@ -93,7 +113,7 @@ def check_run(db: Path, out: Path, bodies: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_optimize_with_an_openai_compatible_server(server: ScriptedServer, tmp_path: Path) -> None:
-    server.push(*(openai_completion(REPLIES[name]) for name in ORDER))
+    server.push(*(openai_reply(name) for name in ORDER))
     db, out = tmp_path / "runs.db", tmp_path / "best.py"
     result = subprocess.run(optimize_command(db, "openai:test-model", f"{server.url}/v1", out),
                             env=environment(OPENAI_API_KEY="sk-test-not-real"), capture_output=True, text=True,
@@ -116,7 +136,7 @@ def test_optimize_with_an_openai_compatible_server(server: ScriptedServer, tmp_p
 
 @pytest.mark.slow
 def test_optimize_with_an_anthropic_compatible_server(server: ScriptedServer, tmp_path: Path) -> None:
-    server.push(*(anthropic_message(REPLIES[name]) for name in ORDER))
+    server.push(*(anthropic_reply(name) for name in ORDER))
     db, out = tmp_path / "runs.db", tmp_path / "best.py"
     result = subprocess.run(optimize_command(db, "anthropic:test-claude", server.url, out),
                             env=environment(ANTHROPIC_API_KEY="sk-ant-test-not-real"), capture_output=True,
@@ -130,8 +150,9 @@ def test_optimize_with_an_anthropic_compatible_server(server: ScriptedServer, tm
 def test_a_run_killed_with_sigkill_resumes_without_losing_or_redoing_work(server: ScriptedServer,
                                                                           tmp_path: Path) -> None:
     # The third reply hangs, so the run is killed while it waits: two attempts are judged by then.
-    server.push(openai_completion(REPLIES["broken"]), openai_completion(REPLIES["wrong"]),
-                Scripted(body=openai_completion(REPLIES["slow"]).body, delay_s=120))
+    hanging = openai_reply("slow")
+    hanging.delay_s = 120
+    server.push(openai_reply("broken"), openai_reply("wrong"), hanging)
     db, out = tmp_path / "runs.db", tmp_path / "best.py"
     env = environment(OPENAI_API_KEY="sk-test-not-real")
     process = subprocess.Popen(optimize_command(db, "openai:test-model", f"{server.url}/v1", out), env=env,
@@ -149,7 +170,7 @@ def test_a_run_killed_with_sigkill_resumes_without_losing_or_redoing_work(server
         assert run.status == "running"  # killed: nobody marked it
         assert len(store.attempts_of(run.id)) == 2 and len(store.evaluated_attempt_ids(run.id)) == 2
 
-    server.push(*(openai_completion(REPLIES[name]) for name in ("slow", "analysis", "fast")))
+    server.push(*(openai_reply(name) for name in ("slow", "analysis", "fast")))
     resumed = subprocess.run([sys.executable, "-m", "kforge", "optimize", "--resume", str(run.id), "--db", str(db),
                               "--out", str(out), "--base-url", f"{server.url}/v1"], env=env, capture_output=True,
                              text=True, timeout=900)

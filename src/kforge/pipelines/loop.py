@@ -15,6 +15,7 @@ store already judged is not evaluated again.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ Evaluator = Callable[[str], Verdict]
 Profiler = Callable[[str, Verdict], ProfileView]
 
 MIN_IMPROVEMENT = 0.02
+_STREAM_REPORT_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -177,8 +179,9 @@ class KForgeLoop:
     # ---- one step: concurrent generation, evaluations queued as proposals arrive ------------------------------
     def _ask_and_judge(self, requests: list[GenerationRequest], round_: int, parent: int | None) -> list[AttemptRecord]:
         records: list[AttemptRecord] = []
+        streamed = _StreamCounter(self.say, len(requests))
         with ThreadPoolExecutor(max_workers=max(1, len(requests))) as pool:
-            futures = [pool.submit(self.generator.propose, request) for request in requests]
+            futures = [pool.submit(self.generator.propose, request, streamed.add) for request in requests]
             for future in as_completed(futures):
                 proposal: Proposal = future.result()
                 phase = requests[0].phase
@@ -232,3 +235,24 @@ class KForgeLoop:
         runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
         self.say(f"attempt {record.attempt_id} ({record.phase}): {record.outcome.value}{runtime}")
 
+
+
+class _StreamCounter:
+    """Turns streamed reply text into progress events ('model writing: 1200 characters')."""
+
+    def __init__(self, say: LoopEvent, replies: int) -> None:
+        self.say = say
+        self.replies = replies
+        self.characters = 0
+        self.reported = 0
+        self.lock = threading.Lock()
+
+    def add(self, delta: str) -> None:
+        with self.lock:
+            self.characters += len(delta)
+            if self.characters - self.reported < _STREAM_REPORT_CHARS:
+                return
+            self.reported = self.characters
+            count = self.characters
+        plural = f" ({self.replies} replies)" if self.replies > 1 else ""
+        self.say(f"model writing{plural}: {count} characters")
