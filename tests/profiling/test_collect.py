@@ -6,12 +6,14 @@ from types import ModuleType
 
 import pytest
 import torch
+from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
 from kforge.paths import cache_dir
 from kforge.platforms.cpu import CpuPlatform
 from kforge.profiling import collect
 from kforge.profiling.collect import MARKER, profile_callable
+from kforge.profiling.extensions import labelled_extension_calls, runtime_extensions
 from kforge.profiling.schema import Profile
 
 from .conftest import small_inputs
@@ -37,41 +39,38 @@ def test_calls_must_be_positive() -> None:
         profile_callable(lambda inputs: None, small_inputs, CpuPlatform(), calls=0)
 
 
-def _event(index: int, name: str, start: float, end: float, python: bool = False) -> FunctionEvent:
-    return FunctionEvent(id=index, name=name, thread=0, start_us=start, end_us=end, is_python_function=python)
+def _event(index: int, name: str, start: float, end: float) -> FunctionEvent:
+    return FunctionEvent(id=index, name=name, thread=0, start_us=start, end_us=end)
 
 
-def _link(parent: FunctionEvent, *children: FunctionEvent) -> None:
-    for child in children:
-        parent.append_cpu_child(child)
-        child.set_cpu_parent(parent)
-
-
-def test_an_extension_call_is_one_row_and_python_frames_are_transparent(monkeypatch: pytest.MonkeyPatch) -> None:
-    marker = _event(1, MARKER, 0, 100)
-    frame = _event(2, "solution.py(40): forward", 1, 99, python=True)
-    extension = _event(3, "<built-in method fused_gelu of pybind11_builtins.pybind11_detail_function_record "
-                          "object at 0x7f00>", 2, 80, python=True)
-    inner = _event(4, "aten::empty_like", 3, 5)
-    after = _event(5, "aten::add", 81, 98)
-    torch_binding = _event(6, "<built-in method _get_tracing_state of pybind11_builtins.x object>", 99, 99.5,
-                           python=True)
-    _link(marker, frame)
-    _link(frame, extension, after, torch_binding)
-    _link(extension, inner)
-    module = ModuleType("kforge_candidate_ext")
-    module.__file__ = "/tmp/builds/kforge_candidate_ext/kforge_candidate_ext.so"
-    module.fused_gelu = len  # any builtin stands in for the pybind11 function
+@pytest.fixture
+def fake_extension(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ModuleType:
+    """A module that looks like a load_inline build: a native file outside site-packages, builtin functions."""
+    module = ModuleType("kforge_fake_ext")
+    module.__file__ = str(tmp_path / "kforge_fake_ext.so")
+    module.double_relu = torch.relu  # a builtin function, as a pybind11 function is
     monkeypatch.setitem(sys.modules, module.__name__, module)
-
-    totals = collect._host_totals([marker, frame, extension, inner, after, torch_binding])
-
-    assert totals == {"kforge_candidate_ext::fused_gelu": (1, 78.0), "aten::add": (1, 17.0)}
+    return module
 
 
-def test_installed_native_modules_are_not_extensions() -> None:
-    # torch._C is a native module inside site-packages: its bindings are torch's, not a candidate's.
-    assert collect._extension_functions({"_get_tracing_state", "no_such_function"}) == {}
+def test_an_extension_call_is_one_row(fake_extension: ModuleType) -> None:
+    original = fake_extension.double_relu
+    with torch.no_grad():
+        profile = profile_callable(lambda inputs: fake_extension.double_relu(*inputs) + 1, small_inputs,
+                                   CpuPlatform(), calls=2, warmup=0)
+    # aten::relu runs inside the extension's call and is part of its row, not a row of its own.
+    assert {row.name for row in profile.rows} == {"kforge_fake_ext::double_relu", "aten::add"}
+    assert fake_extension.double_relu is original
+
+
+def test_only_run_time_built_modules_count_as_extensions(fake_extension: ModuleType) -> None:
+    found = runtime_extensions()
+    assert fake_extension in found
+    assert torch._C not in found  # torch's own bindings live in site-packages
+    with labelled_extension_calls() as labels:
+        assert "kforge_fake_ext::double_relu" in labels
+        assert fake_extension.double_relu is not torch.relu
+    assert fake_extension.double_relu is torch.relu
 
 
 @pytest.mark.slow
@@ -97,3 +96,17 @@ def test_a_real_cpp_extension_shows_as_one_row() -> None:
                                    calls=2, warmup=1)
     names = {row.name for row in profile.rows}
     assert names == {"kforge_profiling_twice::twice", "aten::relu"}
+
+
+def test_device_rows_are_the_device_events_inside_the_markers() -> None:
+    first = _event(1, MARKER, 100, 200)
+    second = _event(2, MARKER, 300, 400)
+    kernels = [_event(3, "gemm", 110, 150), _event(4, "gemm", 310, 352), _event(5, "triton_add", 360, 365),
+               _event(6, "fill_inputs", 250, 260), _event(7, MARKER, 105, 195)]
+    for kernel in kernels:
+        kernel.device_type = DeviceType.CUDA
+
+    totals = collect._device_totals([first, second, *kernels])
+
+    # fill_inputs ran between the calls (making inputs); the marker's own device annotation is no kernel.
+    assert totals == {"gemm": (2, 82.0), "triton_add": (1, 5.0)}
