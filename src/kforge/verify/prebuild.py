@@ -1,0 +1,121 @@
+"""Compiling candidates ahead of their evaluation, on the CPU cores, while the GPU is busy with others.
+
+A CUDA extension takes about a minute to compile and the GPU sits idle meanwhile. `Prebuilder` compiles
+candidates' extensions in workers that see no GPU, several at once, into the content-addressed build
+cache that evaluations read (keyed by sources, flags, torch version and target architecture); an
+evaluation of a prebuilt candidate then loads the finished library in about a second. Its `build_s`
+then reports loading only; the compile time is in the PrebuildResult.
+
+A candidate is imported here exactly as in an evaluation: in a sandboxed worker, and only after the
+static policy let it through. A failed prebuild is not a verdict: the evaluation builds again and
+reports the compiler's errors itself.
+
+    python -m kforge.verify.prebuild --platform cuda SOLUTION.py [SOLUTION.py ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kforge.paths import cache_dir
+from kforge.platforms import Platform, get_platform
+from kforge.verify.policy import Policy
+from kforge.verify.sandbox import Limits, Worker, WorkerFailure
+from kforge.verify.static_check import check_source
+
+_START_S = 120.0
+# Compilers are not candidates: give them room (nvcc on torch's headers takes a few GB per job).
+_BUILD_MEMORY_MB = 32768
+
+
+@dataclass(frozen=True)
+class PrebuildResult:
+    solution: Path
+    ok: bool
+    build_s: float
+    message: str = ""
+
+
+def build_environment(platform: Platform, cache: Path, jobs_per_build: int) -> dict[str, str]:
+    """The environment of a build worker: the evaluation's, with no GPU visible and a cap on compile jobs."""
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"), **platform.worker_environment(),
+            "CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, jobs_per_build))}
+
+
+def prebuild(solution: Path, environment: dict[str, str], cache: Path, policy: Policy | None = None,
+             timeout_s: float = 900.0) -> PrebuildResult:
+    """Compile one candidate's extensions into `cache`; never raises for a bad candidate."""
+    started = time.perf_counter()
+    try:
+        source = solution.read_text()
+        violations = check_source(source, policy or Policy())
+    except (OSError, SyntaxError, ValueError) as exc:
+        return PrebuildResult(solution, False, 0.0, f"not built: {exc}")
+    if violations:
+        return PrebuildResult(solution, False, 0.0, f"not built: the policy rejects it ({violations[0]})")
+    with Worker(cache / "builds", Limits(memory_mb=_BUILD_MEMORY_MB, limit_address_space=False),
+                environment) as worker:
+        try:
+            worker.start(_START_S)
+            reply = worker.request({"op": "build", "solution": str(solution.resolve())}, timeout_s)
+        except WorkerFailure as failure:
+            return PrebuildResult(solution, False, time.perf_counter() - started, str(failure))
+    if reply.get("ok") is not True:
+        return PrebuildResult(solution, False, time.perf_counter() - started,
+                              str(reply.get("message", "the build failed")).splitlines()[0][:300])
+    return PrebuildResult(solution, True, float(reply.get("build_s", 0.0)))
+
+
+class Prebuilder:
+    """Builds candidates in the background, `parallel` at a time, sharing the machine's cores."""
+
+    def __init__(self, platform: Platform, cache: Path | None = None, parallel: int = 4,
+                 policy: Policy | None = None, timeout_s: float = 900.0) -> None:
+        self.cache = (cache or cache_dir()).expanduser()
+        self.policy = policy
+        self.timeout_s = timeout_s
+        cores = os.cpu_count() or 2
+        self.environment = build_environment(platform, self.cache, cores // max(1, parallel))
+        self._pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="kforge-prebuild")
+
+    def submit(self, solution: Path) -> Future[PrebuildResult]:
+        return self._pool.submit(prebuild, solution, self.environment, self.cache, self.policy, self.timeout_s)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> Prebuilder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Compile candidates' extensions into kforge's build cache.")
+    parser.add_argument("solutions", nargs="+", type=Path)
+    parser.add_argument("--platform", default="auto")
+    parser.add_argument("--parallel", type=int, default=4, help="builds at once (each gets cores / parallel jobs)")
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    platform = get_platform(args.platform)
+    failed = 0
+    with Prebuilder(platform, args.cache_dir, args.parallel) as builder:
+        futures = [builder.submit(path) for path in args.solutions]
+        for future in futures:
+            result = future.result()
+            failed += not result.ok
+            status = f"built in {result.build_s:.1f} s" if result.ok else result.message
+            print(f"{result.solution}: {status}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

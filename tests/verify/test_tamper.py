@@ -1,0 +1,20 @@
+"""The worker's watch over the functions the measurement relies on, CUDA's among them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kforge.verify.tamper import WATCHED, TamperWatch
+
+
+def test_patched_cuda_event_timer_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    watch = TamperWatch()
+    assert watch.changed() == []
+    monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda start, end: 0.001)
+    assert watch.changed() == ["torch.cuda.Event.elapsed_time"]
+
+
+def test_the_cuda_platforms_captured_primitives_are_watched() -> None:
+    assert {"_synchronize", "_record", "_elapsed_time", "_clock"} <= set(WATCHED["kforge.platforms.cuda"])
+    assert "memory_snapshot" in WATCHED["torch.cuda"]
