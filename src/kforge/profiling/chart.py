@@ -9,7 +9,6 @@ harness can draw from any thread.
 from __future__ import annotations
 
 import io
-import math
 from typing import TYPE_CHECKING
 
 from kforge.profiling.render import format_quantity, format_seconds, short_name
@@ -23,6 +22,7 @@ _NAME_WIDTH = 44
 _BAR_COLOR = "#3b6ea8"
 _REST_COLOR = "#9aa5b1"
 _ROOF_COLOR = "#444444"
+_MEMORY_COLOR = "#2a9d8f"
 _POINT_COLOR = "#d1495b"
 
 
@@ -38,10 +38,10 @@ def render_chart(profile: Profile, top: int = TOP_BARS, dpi: int = 110) -> bytes
     except ImportError:
         raise ChartUnavailable("charts need matplotlib: pip install matplotlib") from None
     with_roofline = profile.roofline is not None
-    figure = Figure(figsize=(11.5 if with_roofline else 7.5, 4.4), dpi=dpi, layout="constrained")
+    figure = Figure(figsize=(12 if with_roofline else 7.5, 5 if with_roofline else 4.4), dpi=dpi, layout="constrained")
     FigureCanvasAgg(figure)
     if with_roofline:
-        bars, roof = figure.subplots(1, 2, width_ratios=(1.45, 1))
+        bars, roof = figure.subplots(1, 2, width_ratios=(1.3, 1))
     else:
         bars, roof = figure.subplots(1, 1), None
     _draw_shares(bars, profile, top)
@@ -88,47 +88,33 @@ def _draw_shares(axes: Axes, profile: Profile, top: int) -> None:
 
 def _draw_roofline(axes: Axes, roofline: Roofline) -> None:
     ridge = roofline.ridge_intensity
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("arithmetic intensity (FLOP / byte of minimum traffic)", fontsize=9)
-    axes.set_ylabel("FLOP/s", fontsize=9)
-    axes.tick_params(labelsize=8)
     intensity = roofline.arithmetic_intensity
     low = min(ridge, intensity or ridge) / 30
     high = max(ridge, intensity) * 30
-    xs = [low, ridge, high]
-    axes.plot(xs, [min(roofline.peak_flops_per_s, x * roofline.peak_bytes_per_s) for x in xs], color=_ROOF_COLOR,
-              linewidth=2)
-    axes.text(high / 1.3, roofline.peak_flops_per_s * 1.25,
-              f"compute roof {format_quantity(roofline.peak_flops_per_s, 'FLOP/s')}", fontsize=8, ha="right")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    # Roofs, point and verdict are labelled in a legend under the plot: labels written beside the lines
+    # collide with them or leave the panel at some shapes of the plot.
+    axes.plot([low, ridge], [low * roofline.peak_bytes_per_s, roofline.peak_flops_per_s], color=_MEMORY_COLOR,
+              linewidth=2.2, label=f"memory roof {format_quantity(roofline.peak_bytes_per_s, 'B/s')}")
+    axes.plot([ridge, high], [roofline.peak_flops_per_s] * 2, color=_ROOF_COLOR, linewidth=2.2,
+              label=f"compute roof {format_quantity(roofline.peak_flops_per_s, 'FLOP/s')}")
     verdict = f"{roofline.fraction_of_bound:.1%} of the {roofline.bound} bound"
+    bottom = low * roofline.peak_bytes_per_s / 3
     if intensity > 0 and roofline.achieved_flops_per_s > 0:
-        axes.plot([intensity], [roofline.achieved_flops_per_s], "o", color=_POINT_COLOR, markersize=9)
-        axes.annotate(f"{format_quantity(roofline.achieved_flops_per_s, 'FLOP/s')}\n{verdict}",
-                      (intensity, roofline.achieved_flops_per_s), textcoords="offset points", xytext=(9, 0),
-                      fontsize=9, color=_POINT_COLOR, ha="left", va="center")
-        bottom = min(roofline.achieved_flops_per_s, low * roofline.peak_bytes_per_s) / 3
+        axes.plot([intensity], [roofline.achieved_flops_per_s], "o", color=_POINT_COLOR, markersize=9,
+                  label=f"achieved {format_quantity(roofline.achieved_flops_per_s, 'FLOP/s')}: {verdict}")
+        bottom = min(roofline.achieved_flops_per_s / 3, bottom)
     else:
-        # No FLOPs at all (a copy or layout change): no point on the plot, the bandwidth is the story.
-        axes.text(0.5, 0.1, f"no FLOPs counted: {verdict}", transform=axes.transAxes, ha="center", fontsize=9,
-                  color=_POINT_COLOR)
-        bottom = low * roofline.peak_bytes_per_s / 3
-    axes.set_ylim(bottom, roofline.peak_flops_per_s * 4)
+        # No FLOPs at all (a copy or layout change): no point to plot; the bandwidth is the story.
+        axes.plot([], [], " ", label=f"no FLOPs; {format_quantity(roofline.achieved_bytes_per_s, 'B/s')}: {verdict}")
     axes.set_xlim(low, high)
-    _label_memory_roof(axes, roofline, low, ridge)
+    axes.set_ylim(bottom, roofline.peak_flops_per_s * 4)
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=8.5, frameon=False)
+    axes.set_xlabel("FLOP per byte of minimum traffic", fontsize=9)
+    axes.set_ylabel("FLOP/s", fontsize=9)
+    axes.tick_params(labelsize=8)
     method = "" if roofline.flops_method == "flop_counter" else " (elementwise count)"
-    axes.set_title(f"Roofline: {format_quantity(roofline.flops_per_call, 'FLOP')}{method}, "
-                   f"{format_quantity(roofline.min_bytes_per_call, 'B')} per call", fontsize=10)
+    axes.set_title(f"Roofline, per call: {format_quantity(roofline.flops_per_call, 'FLOP')}{method}\n"
+                   f"{format_quantity(roofline.min_bytes_per_call, 'B')} minimum traffic", fontsize=10)
     axes.grid(True, which="major", linewidth=0.4, alpha=0.5)
-
-
-def _label_memory_roof(axes: Axes, roofline: Roofline, low: float, ridge: float) -> None:
-    """Write the bandwidth along the sloped roof, turned to the slope as drawn (display coordinates)."""
-    start = low * (ridge / low) ** 0.15
-    end = low * (ridge / low) ** 0.6
-    points = axes.transData.transform([(start, start * roofline.peak_bytes_per_s),
-                                       (end, end * roofline.peak_bytes_per_s)])
-    angle = math.degrees(math.atan2(points[1][1] - points[0][1], points[1][0] - points[0][0]))
-    axes.annotate(f"memory roof {format_quantity(roofline.peak_bytes_per_s, 'B/s')}",
-                  (start, start * roofline.peak_bytes_per_s), textcoords="offset points", xytext=(-4, 6),
-                  rotation=angle, rotation_mode="anchor", fontsize=8)

@@ -26,8 +26,12 @@ def short_name(name: str, width: int = NAME_WIDTH) -> str:
     if len(text) <= width:
         return text
     base, _, templates = text.partition("<")
-    if not templates or len(base) + 3 > width:
-        return "…" + text[-(width - 1):] if len(base) >= width else base
+    if len(base) + 3 > width:
+        # Generated names (cuBLAS, CUTLASS) say what they are at the start and how at the end: keep both.
+        head = (width - 1) * 3 // 5
+        return base[:head] + "…" + base[-(width - 1 - head):] if len(base) > width else base
+    if not templates:
+        return base
     return base + "<" + templates[: width - len(base) - 3] + "…>"
 
 
