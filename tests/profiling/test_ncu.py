@@ -52,3 +52,11 @@ def test_command_without_ncu_installed_is_an_error(monkeypatch: pytest.MonkeyPat
     assert ncu.ncu_path() is None
     with pytest.raises(NcuError, match="not on PATH"):
         ncu_command("probe.py")
+
+
+def test_real_ncu_output_from_an_h200() -> None:
+    # ncu_command's output for three forward calls of Linear(256, 256) + ReLU, NVTX columns and all.
+    totals = parse_ncu_csv((DATA / "ncu_raw_h200.csv").read_text())
+    assert sorted(count for count, _ in totals.values()) == [3, 3, 3]
+    [gemm] = [name for name in totals if "sgemm" in name]
+    assert totals[gemm][1] == pytest.approx(25.952)
