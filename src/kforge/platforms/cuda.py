@@ -99,10 +99,14 @@ class CudaPlatform(Platform):
         pairs = self._clock_pairs[-len(times_ns):] if times_ns else []
         if [device for device, _ in pairs] != list(times_ns):
             return TimingDoubt("dynamic.clock", "the timing loop's figures differ from the device events' record")
-        reason = hidden_work([device for device, _ in pairs], [host for _, host in pairs], self._overhead_ns())
+        reason = hidden_work([device for device, _ in pairs], [host for _, host in pairs], self.host_overhead_ns())
         return TimingDoubt("dynamic.side-stream", reason) if reason else None
 
-    def _overhead_ns(self) -> float:
+    def clock_pairs(self) -> list[tuple[int, int]]:
+        """(event ns, host ns) of the latest timed calls, oldest first: what audit_timing judges."""
+        return list(self._clock_pairs)
+
+    def host_overhead_ns(self) -> float:
         """Host time minus event time for an empty call: launch and synchronization latency alone."""
         self.synchronize()
         samples = []

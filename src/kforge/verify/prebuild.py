@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kforge.paths import cache_dir
-from kforge.platforms import Platform, get_platform
+from kforge.platforms import Platform, PlatformError, get_platform
 from kforge.verify.policy import Policy
 from kforge.verify.sandbox import Limits, Worker, WorkerFailure
 from kforge.verify.static_check import check_source
@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=4, help="builds at once (each gets cores / parallel jobs)")
     parser.add_argument("--cache-dir", type=Path, default=None)
     args = parser.parse_args(argv)
-    platform = get_platform(args.platform)
+    try:
+        platform = get_platform(args.platform)
+    except PlatformError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     failed = 0
     with Prebuilder(platform, args.cache_dir, args.parallel) as builder:
         futures = [builder.submit(path) for path in args.solutions]
