@@ -90,6 +90,8 @@ def check_run(db: Path, out: Path, bodies: list[dict]) -> None:
     assert "did not compile" in prompts[1] and "error" in prompts[1]  # compiler lines carried back
     assert "does not match the reference" in prompts[2] and "max abs error" in prompts[2]
     assert "## Profile" in prompts[3] and "ext.leaky_scale" in prompts[3]  # the analyst sees kernel + profile
+    assert "leaky_scale" in prompts[3].split("## Profile")[1]  # the extension's function is a profile row
+    assert "roofline" in prompts[3].split("## Profile")[1].lower()
     assert "call the kernel once per forward" in prompts[4]  # the recommendation reaches the generator
 
     with Store(db) as store:
@@ -107,6 +109,8 @@ def check_run(db: Path, out: Path, bodies: list[dict]) -> None:
         assert slow is not None and slow.runtime_ms is not None and best.evaluation.runtime_ms is not None
         assert best.evaluation.runtime_ms < slow.runtime_ms
         assert store.costs_of(run.id).calls == 5
+        profiles = store.profiles_of(attempts[2].id)
+        assert profiles and profiles[0].png is not None and profiles[0].png.startswith(b"\x89PNG")
         assert out.read_text() == best.attempt.source  # the loop accepted it, and it is also the fastest
         assert "kforge" not in out.read_text().replace("kforge_test", "")  # standalone: no kforge import
 

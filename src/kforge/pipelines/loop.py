@@ -28,7 +28,6 @@ from kforge.store import Attempt, Store, text_hash
 from kforge.verify.verdict import TimingStats, Verdict
 
 Evaluator = Callable[[str], Verdict]
-Profiler = Callable[[str, Verdict], ProfileView]
 
 MIN_IMPROVEMENT = 0.02
 _STREAM_REPORT_CHARS = 400
@@ -73,6 +72,7 @@ class LoopResult:
 
 
 LoopEvent = Callable[[str], None]
+Profiler = Callable[[AttemptRecord], ProfileView]
 
 
 def median_standard_error(stats: TimingStats) -> float:
@@ -141,7 +141,7 @@ class KForgeLoop:
             best = self.result.best
             assert best is not None and best.verdict is not None
             self.say(f"round {round_}: profiling the best candidate (attempt {best.attempt_id})")
-            view = self.profile(best.source, best.verdict)
+            view = self.profile(best)
             recommendation = self.analyst.recommend(best.source, best.verdict.runtime_ms or 0.0,
                                                     best.verdict.eager_ms, view, self.result.recommendations)
             self.result.recommendations.append(recommendation.text)

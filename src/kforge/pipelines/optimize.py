@@ -14,10 +14,11 @@ from kforge.agents.targets import Target
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
-from kforge.pipelines.loop import KForgeLoop, LoopEvent, LoopResult, LoopSettings
+from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
+from kforge.pipelines.profiles import profile_candidate
 from kforge.problem import Problem, load_problem, source_hash
 from kforge.store import Store, StoreError
-from kforge.verify.evaluate import EvalOptions, evaluate
+from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Verdict
 
@@ -102,7 +103,8 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
     status = "failed"
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool:
         evaluator = _file_evaluator(problem, options, Path(workdir), pool)
-        loop = KForgeLoop(generator=generator, analyst=analyst, evaluate=evaluator, profile=timing_profile,
+        profiler = _candidate_profiler(problem, options, Path(workdir), pool, store, on_event)
+        loop = KForgeLoop(generator=generator, analyst=analyst, evaluate=evaluator, profile=profiler,
                           store=store, run_id=run_id, settings=request.loop, on_event=on_event)
         try:
             result = loop.run()
@@ -125,7 +127,26 @@ def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path,
     return evaluate_source
 
 
-def timing_profile(source: str, verdict: Verdict) -> ProfileView:
+def _candidate_profiler(problem: Problem, options: EvalOptions, workdir: Path, pool: WorkerPool, store: Store,
+                        on_event: LoopEvent | None) -> Callable[[AttemptRecord], ProfileView]:
+    def profile(record: AttemptRecord) -> ProfileView:
+        assert record.verdict is not None
+        path = workdir / f"candidate_{source_hash(record.source)[:16]}.py"
+        path.write_text(record.source)
+        try:
+            result = profile_candidate(problem.path, path, options, pool, runtime_ms=record.verdict.runtime_ms)
+        except (ProfileFailed, ValueError) as exc:
+            if on_event:
+                on_event(f"profiling failed ({str(exc).splitlines()[0][:120]}); the analyst gets timings only")
+            return timing_profile(record.verdict)
+        store.record_profile(record.attempt_id, result.profile.source, result.profile.model_dump(mode="json"),
+                             result.png)
+        return ProfileView(text=result.text + "\n" + timing_profile(record.verdict).text, png=result.png)
+
+    return profile
+
+
+def timing_profile(verdict: Verdict) -> ProfileView:
     """The measurements the harness already has, as text (used where no profiler output is available)."""
     lines = [f"candidate median {verdict.runtime_ms:.4g} ms" if verdict.runtime_ms is not None else "no timing"]
     if verdict.timing:

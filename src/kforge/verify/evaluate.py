@@ -121,6 +121,38 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     return evaluation.run()
 
 
+class ProfileFailed(RuntimeError):
+    """The candidate could not be profiled; the message says why."""
+
+
+def collect_profile(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
+                    pool: WorkerPool | None = None, calls: int = 5) -> dict[str, Any]:
+    """Profile a candidate's forward in a sandboxed worker; returns the worker's profile data, unvalidated.
+
+    For candidates already judged correct: the profile is advice for the analyst, and never part of a verdict.
+    """
+    options = options or EvalOptions()
+    loaded_problem = load_problem(problem, check_runs=False)
+    loaded_solution = load_solution(solution, options.language)
+    platform = get_platform(options.platform)
+    reference_model = loaded_problem.make_model(options.seed).to(platform.device)
+    context = _Context(loaded_problem, loaded_solution, platform, options, lambda _message: None,
+                       (options.cache_dir or cache_dir()).expanduser(), reference_model, set(), pool)
+    evaluation = _Evaluation(context)
+    try:
+        with evaluation.spawn_worker() as worker:
+            evaluation.ready(worker)
+            evaluation.load(worker, solution=loaded_solution.path, compile_model=False)
+            reply = evaluation.ask(worker, {"op": "profile", "seed": _TIMING_SEED, "calls": calls},
+                                   options.timeout_s)
+    except _Failed as failure:
+        raise ProfileFailed(str(failure)) from None
+    profile = reply.get("profile")
+    if not isinstance(profile, dict):
+        raise ProfileFailed("the worker returned no profile")
+    return profile
+
+
 class _Evaluation:
     def __init__(self, context: _Context) -> None:
         self.ctx = context

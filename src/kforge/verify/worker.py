@@ -86,6 +86,21 @@ class WorkerState:
         self._check_tamper()
         return {"build_s": self.builds.seconds, "builds": self.builds.builds}
 
+    def profile(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Profile the loaded model's forward with torch.profiler (advice for the analyst, never a verdict)."""
+        from kforge.profiling import profile_callable
+
+        problem, platform = self._ready()
+
+        def make_inputs(seed: int) -> list[Any]:
+            return tensors.to_device(problem.inputs(seed), platform.device)
+
+        with torch.no_grad():
+            profile = profile_callable(lambda inputs: self.model(*inputs), make_inputs, platform,
+                                       calls=int(request.get("calls", 5)), seed=int(request["seed"]))
+        self._check_tamper()
+        return {"profile": profile.model_dump(mode="json")}
+
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
         """Import a candidate only, so its extensions compile into the cache (see verify/prebuild.py)."""
         self._import_candidate(Path(request["solution"]))
@@ -200,7 +215,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def serve(state: WorkerState, requests: Any, reply: Any) -> None:
-    handlers = {"load": state.load, "run": state.run, "time": state.time, "build": state.build}
+    handlers = {"load": state.load, "run": state.run, "time": state.time, "build": state.build,
+                "profile": state.profile}
     for line in requests:
         request = json.loads(line)
         op = request.get("op")
