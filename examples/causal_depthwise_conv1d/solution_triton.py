@@ -37,7 +37,7 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         batch, channels, length = x.shape
         taps = self.conv.weight.shape[-1]
-        block = min(1024, triton.next_power_of_2(length))
+        block = max(16, min(1024, triton.next_power_of_2(length)))
         grid = (batch * channels, triton.cdiv(length, block))
         _causal_dwconv[grid](x, self.conv.weight, self.conv.bias, y, channels, length, TAPS=taps, BLOCK=block)
         return y

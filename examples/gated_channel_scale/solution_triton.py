@@ -34,7 +34,7 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         y = torch.empty_like(x)
         batch, channels, length = x.shape
-        block = min(1024, triton.next_power_of_2(length))
+        block = max(16, min(1024, triton.next_power_of_2(length)))
         grid = (batch * channels, triton.cdiv(length, block))
         _gate[grid](x, self.scale, self.shift, y, channels, length, BLOCK=block)
         return y

@@ -30,7 +30,7 @@ def _logmeanexp(x_ptr, y_ptr, seq, feat, beta, log_seq, BLOCK_S: tl.constexpr, B
         safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
         running_sum = running_sum * tl.exp(running_max - safe_max) + tl.sum(tl.exp(v - safe_max[None, :]), axis=0)
         running_max = new_max
-    out = (running_max + tl.log(running_sum) - log_seq) / beta
+    out = (running_max + tl.log(tl.where(f < feat, running_sum, 1.0)) - log_seq) / beta
     tl.store(y_ptr + b.to(tl.int64) * feat + f, out, mask=f < feat)
 
 
