@@ -8,7 +8,7 @@ Skipped without a GPU. On a GPU machine: `python -m pytest -m gpu tests/verify/t
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from kforge.platforms.cuda_device import is_context_error, l2_cache_bytes
 from kforge.verify.evaluate import TimingSettings, evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.prebuild import Prebuilder
+from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Outcome, Verdict
 from tests.conftest import CANDIDATES, EXAMPLES, PROBLEMS, STATIC_OFF, fast_options
 
@@ -28,12 +29,27 @@ pytestmark = pytest.mark.gpu
 GPU_PROBLEM = PROBLEMS / "gpu_leaky_scale.py"
 GPU = CANDIDATES / "gpu_leaky_scale"
 # Twenty timed calls: drawing this problem's 67 MB of inputs on the CPU costs more than the kernels.
-GPU_TIMING = TimingSettings(warmup_ms=1, rep_ms=1, min_reps=20, max_reps=20, rotate=2)
+GPU_TIMING = TimingSettings(warmup_ms=0.01, rep_ms=0.01, min_reps=20, max_reps=20, rotate=2)
 
 
-def judge(candidate: Path, policy: Policy | None = None, **changes: object) -> Verdict:
-    options = fast_options(platform="cuda", timing=GPU_TIMING, **({"policy": policy} if policy else {}), **changes)
-    return evaluate(GPU_PROBLEM, candidate, options)
+Judge = Callable[..., Verdict]
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    """Workers started ahead, so each evaluation skips Python's and torch's start-up (never reused)."""
+    with WorkerPool(spares=1) as workers:
+        yield workers
+
+
+@pytest.fixture
+def judge(pool: WorkerPool) -> Judge:
+    def run(candidate: Path, policy: Policy | None = None, **changes: object) -> Verdict:
+        options = fast_options(platform="cuda", timing=GPU_TIMING, **({"policy": policy} if policy else {}),
+                               **changes)
+        return evaluate(GPU_PROBLEM, candidate, options, pool=pool)
+
+    return run
 
 
 # ---- the platform ----------------------------------------------------------------------------------------
@@ -116,7 +132,7 @@ HONEST = [GPU / "cuda_honest.py", GPU / "cuda_vec4.py", GPU / "cuda_joined_strea
 
 
 @pytest.mark.parametrize("candidate", HONEST, ids=lambda path: path.stem)
-def test_honest_candidates_pass(candidate: Path) -> None:
+def test_honest_candidates_pass(candidate: Path, judge: Judge) -> None:
     verdict = judge(candidate)
     assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason} [{verdict.rule}]"
     assert verdict.platform == "cuda" and verdict.runtime_ms is not None and verdict.runtime_ms > 0
@@ -127,13 +143,14 @@ EXAMPLE_SOLUTIONS = sorted(EXAMPLES.glob("*/solution_cuda.py")) + sorted(EXAMPLE
 
 
 @pytest.mark.parametrize("solution", EXAMPLE_SOLUTIONS, ids=lambda path: f"{path.parent.name}/{path.stem}")
-def test_example_gpu_solutions_pass(solution: Path) -> None:
-    verdict = evaluate(solution.parent / "problem.py", solution, fast_options(platform="cuda", baselines=("eager",)))
+def test_example_gpu_solutions_pass(solution: Path, pool: WorkerPool) -> None:
+    # Speedups are the benchmarks' business (benchmarks/gpu_bench.py); here only the verdict counts.
+    verdict = evaluate(solution.parent / "problem.py", solution, fast_options(platform="cuda"), pool=pool)
     assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason} [{verdict.rule}]"
-    assert verdict.speedup_vs_eager is not None and verdict.speedup_vs_eager > 0
+    assert verdict.runtime_ms is not None and verdict.runtime_ms > 0
 
 
-def test_prebuilt_extension_is_loaded_not_rebuilt() -> None:
+def test_prebuilt_extension_is_loaded_not_rebuilt(judge: Judge) -> None:
     # The build worker sees no GPU, yet keys and compiles exactly as the evaluation's worker does: whichever
     # of the two built the library first, the other finds it in the (shared) cache and only loads it.
     with Prebuilder(get_platform("cuda"), parallel=1) as builder:
@@ -145,13 +162,13 @@ def test_prebuilt_extension_is_loaded_not_rebuilt() -> None:
 
 
 # ---- tricks ----------------------------------------------------------------------------------------------
-def test_output_left_in_a_freed_buffer_is_poisoned() -> None:
+def test_output_left_in_a_freed_buffer_is_poisoned(judge: Judge) -> None:
     verdict = judge(GPU / "uninitialized_output.py")
     assert verdict.verdict == Outcome.INCORRECT, verdict.reason
     assert "second call" in verdict.reason and "non-finite" in verdict.reason
 
 
-def test_kernel_on_an_unawaited_side_stream_is_not_accepted() -> None:
+def test_kernel_on_an_unawaited_side_stream_is_not_accepted(judge: Judge) -> None:
     # Caught in the correctness trials when the copy on the caller's stream races the kernel, else by the
     # host-clock cross-check of the timed calls.
     verdict = judge(GPU / "side_stream.py")
@@ -160,20 +177,20 @@ def test_kernel_on_an_unawaited_side_stream_is_not_accepted() -> None:
         assert verdict.rule in {"dynamic.unsynchronized", "dynamic.side-stream"}, verdict.reason
 
 
-def test_side_stream_only_while_timed_is_caught_by_the_host_clock() -> None:
+def test_side_stream_only_while_timed_is_caught_by_the_host_clock(judge: Judge) -> None:
     verdict = judge(GPU / "side_stream_when_timed.py")
     assert verdict.verdict == Outcome.REJECTED, verdict.reason
     assert verdict.rule == "dynamic.side-stream", verdict.reason
 
 
-def test_launch_left_running_on_a_private_stream_is_caught() -> None:
+def test_launch_left_running_on_a_private_stream_is_caught(judge: Judge) -> None:
     verdict = judge(GPU / "unsynchronized_launch.py")
     assert verdict.verdict in {Outcome.REJECTED, Outcome.INCORRECT}, verdict.reason
     if verdict.verdict == Outcome.REJECTED:
         assert verdict.rule == "dynamic.unsynchronized", verdict.reason
 
 
-def test_patched_event_timer_is_rejected() -> None:
+def test_patched_event_timer_is_rejected(judge: Judge) -> None:
     verdict = judge(GPU / "patched_event_timer.py")
     assert (verdict.verdict, verdict.rule) == (Outcome.REJECTED, "static.monkeypatch"), verdict.reason
     verdict = judge(GPU / "patched_event_timer.py", STATIC_OFF)
@@ -181,14 +198,14 @@ def test_patched_event_timer_is_rejected() -> None:
 
 
 @pytest.mark.parametrize("candidate", ["bf16_precision", "triton_bf16"])
-def test_precision_dropped_past_the_tolerance_is_incorrect(candidate: str) -> None:
+def test_precision_dropped_past_the_tolerance_is_incorrect(candidate: str, judge: Judge) -> None:
     verdict = judge(GPU / f"{candidate}.py")
     assert verdict.verdict == Outcome.INCORRECT, verdict.reason
     assert "tolerance" in verdict.reason
 
 
 @pytest.mark.parametrize("candidate", ["illegal_address", "device_assert", "triton_illegal_address"])
-def test_broken_cuda_context_is_contained(candidate: str) -> None:
+def test_broken_cuda_context_is_contained(candidate: str, judge: Judge) -> None:
     verdict = judge(GPU / f"{candidate}.py")
     assert verdict.verdict == Outcome.CRASHED, f"{verdict.verdict}: {verdict.reason}"
     assert is_context_error(verdict.reason), verdict.reason
