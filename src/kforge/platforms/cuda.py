@@ -49,6 +49,11 @@ class CudaPlatform(Platform):
 
     def __init__(self, index: int = 0) -> None:
         self._index = index
+        # float32 means float32 here: TF32 (cuDNN's default for convolutions) would give the reference an
+        # error of about 1e-3, more than float32's tolerance, and fail exact kernels. Set in the harness
+        # and in every worker alike, so baselines and vendor calls run the same arithmetic.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
         self._flush_buffer: torch.Tensor | None = None
         self._flush_round = 0
         self._events: tuple[Any, Any] | None = None
