@@ -55,11 +55,21 @@ def request_sizes(pool: str, size: int) -> list[int]:
 
 
 def poison_free_memory(device: torch.device, reserve_bytes: int) -> int:
-    """Poison every cached free block and a reserve on the current stream; returns the bytes written."""
+    """Poison a reserve on the current stream and every cached free block; returns the bytes written."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     current = _current_stream(index)
+    mine = (0, current.cuda_stream)
     held: list[torch.Tensor] = []
-    on_current = {"small": 0, "large": 0}
+    # The reserve first: a fresh segment is rounded up by the allocator, and the rounds below then take the
+    # remainder too.
+    cached = {"small": 0, "large": 0}
+    for stream, pool, size in free_blocks(_memory_snapshot(), index):
+        if stream in mine:
+            cached[pool] += size
+    if cached["large"] < reserve_bytes:
+        held.append(_poisoned(max(reserve_bytes - cached["large"], SMALL_REQUEST_LIMIT + 512), device))
+    for _ in range(max(0, SMALL_RESERVE_BYTES - cached["small"]) // SMALL_REQUEST_LIMIT):
+        held.append(_poisoned(SMALL_REQUEST_LIMIT, device))
     # Taking the largest blocks first lets best-fit hand each request the block it was sized for; a few
     # rounds pick up what splitting left over.
     for _ in range(_ROUNDS):
@@ -67,21 +77,13 @@ def poison_free_memory(device: torch.device, reserve_bytes: int) -> int:
         if not blocks:
             break
         for stream, pool, size in blocks:
-            mine = stream in (0, current.cuda_stream)
             try:
                 with _on_stream(stream, current, index):
                     held.extend(_poisoned(request, device) for request in request_sizes(pool, size))
             except RuntimeError:
-                if mine:
+                if stream in mine:
                     raise
-                continue  # a stream the candidate has destroyed: nothing can allocate from it any more
-            if mine:
-                on_current[pool] += size
-    if on_current["large"] < reserve_bytes:
-        held.append(_poisoned(max(reserve_bytes - on_current["large"], SMALL_REQUEST_LIMIT + 512), device))
-    while on_current["small"] < SMALL_RESERVE_BYTES:
-        held.append(_poisoned(SMALL_REQUEST_LIMIT, device))
-        on_current["small"] += SMALL_REQUEST_LIMIT
+                # A stream the candidate has destroyed: nothing can allocate from it any more.
     written = sum(tensor.numel() for tensor in held)
     del held  # back to the cache, poisoned, in stream order after the fills
     return written
