@@ -162,7 +162,11 @@ class Bench:
             for language, baselines in (("cuda", ("eager", "compile")), ("triton", ("eager",))):
                 solution = folder / f"solution_{language}.py"
                 options = EvalOptions(platform="cuda", baselines=baselines, trials=2, timing=EXAMPLE_TIMING)
-                verdict, wall = self.evaluate(folder / "problem.py", solution, options)
+                try:
+                    verdict, wall = self.evaluate(folder / "problem.py", solution, options)
+                except Exception as exc:  # a broken example is reported, and the others still run
+                    self.rows.append((f"example {folder.name} {language}", "FAILED", str(exc).splitlines()[0][:150]))
+                    continue
                 compile_ms = verdict.compile_ms if language == "cuda" else compile_ms
                 vs_compile = compile_ms / verdict.runtime_ms if compile_ms and verdict.runtime_ms else None
                 results[f"{folder.name}/{language}"] = {"verdict": verdict.verdict, "runtime_ms": verdict.runtime_ms,
