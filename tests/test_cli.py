@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -59,3 +60,18 @@ def test_help_explains_the_command() -> None:
     result = kforge("eval", "--help")
     assert result.returncode == 0
     assert "Exit status" in result.stdout and "--timeout" in result.stdout
+
+
+def test_optimize_without_a_model_says_how_to_configure_one(tmp_path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KFORGE_", "OPENAI_", "ANTHROPIC_"))}
+    result = subprocess.run([sys.executable, "-m", "kforge", "optimize", str(PROBLEMS / "leaky_scale.py"),
+                             "--platform", "cpu", "--db", str(tmp_path / "runs.db")], capture_output=True,
+                            text=True, timeout=120, env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no model configured" in result.stderr and "--model" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_show_of_an_unknown_run_is_bad_input(tmp_path) -> None:
+    result = kforge("show", "42", "--db", tmp_path / "runs.db")
+    assert result.returncode == 2 and "no run 42" in result.stderr
