@@ -18,6 +18,7 @@ def test_free_blocks_lists_inactive_blocks_of_one_device_largest_first() -> None
         segment(0, 77, "small", [("inactive", 512), ("active_allocated", 1024), ("inactive", MIB)]),
         segment(1, 0, "large", [("inactive", 40 * MIB)]),  # another device
         segment(0, 0, "large", [("active_pending_free", 4 * MIB)]),
+        {**segment(0, 0, "large", [("inactive", 64 * MIB)]), "segment_pool_id": (1, 0)},  # a CUDA graph's pool
     ]
     assert free_blocks(snapshot, 0) == [(0, "large", 12 * MIB), (77, "small", MIB), (77, "small", 512)]
 

@@ -38,6 +38,8 @@ def free_blocks(snapshot: list[dict[str, object]], device_index: int) -> list[tu
     for segment in snapshot:
         if segment.get("device", device_index) != device_index:
             continue
+        if tuple(segment.get("segment_pool_id", (0, 0)) or (0, 0)) != (0, 0):  # type: ignore[arg-type]
+            continue  # a private pool (CUDA graphs): ordinary requests cannot take its blocks
         stream = int(segment.get("stream", 0) or 0)  # type: ignore[call-overload]
         pool = str(segment.get("segment_type", "large"))
         for block in segment.get("blocks", []):  # type: ignore[attr-defined]
