@@ -78,6 +78,15 @@ if not torch.cuda.is_available():
 print("device:", torch.cuda.get_device_name(), "capability", torch.cuda.get_device_capability())
 if missing:
     sys.exit(f"missing Python packages: {', '.join(missing)} (carry wheels and pip install them first)")
+# Workers start with PYTHONPATH reduced to kforge's own source folder: what they import must be installed.
+import os
+src = os.path.join(os.getcwd(), "src")
+check = subprocess.run([sys.executable, "-c", "import pydantic, psutil, torch, triton, kforge.verify.worker"],
+                       env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": src}, capture_output=True, text=True)
+if check.returncode:
+    sys.exit("kforge's workers cannot import their dependencies with PYTHONPATH=src alone; install packages "
+             "into the interpreter (pip install --no-index --no-deps WHEELS), not with --target: "
+             + check.stderr.strip().splitlines()[-1])
 print("environment ok")
 EOF
 step environment 60 "$PY" "$LOGS/check_environment.py"
