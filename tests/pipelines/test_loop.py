@@ -81,7 +81,7 @@ def run_loop(tmp_path: Path, tags: list[str], settings: LoopSettings, chat: Scri
         return verdict_for(tag)
 
     loop = KForgeLoop(generator=GenerationAgent(chat, TARGET, "problem"), analyst=AnalystAgent(chat, TARGET, "p"),
-                      evaluate=judge, profile=lambda src, v: ProfileView(text="profile"), store=store,
+                      evaluate=judge, profile=lambda record: ProfileView(text="profile"), store=store,
                       run_id=run.id, settings=settings)
     return loop.run(), judged, chat, store
 
