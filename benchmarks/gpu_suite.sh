@@ -8,7 +8,7 @@
 #   benchmarks/gpu_suite.sh tests     prebuild, then the GPU tests
 #   benchmarks/gpu_suite.sh bench     prebuild, then the benchmarks
 #
-# Full logs go to $OUT when it is set (else a new folder under /tmp, named at the end).
+# Full logs go to $OUT when it is set (else a new folder under /tmp, named at the end): seven files at most.
 # KFORGE_SUITE_BUDGET_S caps the whole run (default 560 s, inside a 10-minute call); KFORGE_CACHE_DIR
 # keeps builds between runs on one machine (default ~/.cache/kforge-gpu-suite); PYTHON picks the
 # interpreter (default python3).
@@ -57,7 +57,8 @@ step() {
 }
 
 # ---- what the machine has --------------------------------------------------------------------------------
-cat >"$LOGS/check_environment.py" <<'EOF'
+CHECK=$(mktemp /tmp/kforge-check-environment.XXXXXX.py)
+cat >"$CHECK" <<'EOF'
 import importlib, shutil, subprocess, sys
 missing = []
 for name in ("torch", "triton", "pydantic", "psutil", "rich", "numpy", "pytest"):
@@ -89,7 +90,8 @@ if check.returncode:
              + check.stderr.strip().splitlines()[-1])
 print("environment ok")
 EOF
-step environment 60 "$PY" "$LOGS/check_environment.py"
+step environment 60 "$PY" "$CHECK"
+rm -f "$CHECK"
 
 # ---- builds: one file per distinct extension, compiled side by side on the CPU cores -------------------
 BUILDS=(tests/candidates/gpu_leaky_scale/cuda_honest.py tests/candidates/gpu_leaky_scale/unsynchronized_launch.py
