@@ -30,5 +30,13 @@ def get_inputs():
     return [torch.randn(BATCH, CHANNELS, LENGTH)]
 
 
+def get_input_variants():
+    # An odd length, and a sequence shorter than the kernel.
+    return [
+        [torch.randn(3, CHANNELS, 999)],
+        [torch.randn(2, CHANNELS, 5)],
+    ]
+
+
 def get_init_inputs():
     return [CHANNELS, KERNEL_SIZE]

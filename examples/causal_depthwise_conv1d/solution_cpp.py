@@ -14,7 +14,17 @@ _CPP = r"""
 #include <algorithm>
 #include <cstdint>
 
+// -O3 alone targets baseline x86-64 (SSE2, four floats per vector). On
+// Linux/GCC also build an AVX2+FMA copy of each kernel; the dynamic loader
+// picks it where the CPU supports it.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MULTIVERSION
+#endif
+
 // x, y: (rows, length) with row = batch * channels + c; w: (channels, taps).
+MULTIVERSION
 static void causal_dwconv_kernel(const float* x, const float* w, const float* bias, float* y,
                                  int64_t rows, int64_t channels, int64_t length, int64_t taps) {
     const int64_t warmup = std::min(taps - 1, length);

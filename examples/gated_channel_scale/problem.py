@@ -29,5 +29,12 @@ def get_inputs():
     return [torch.randn(BATCH, CHANNELS, LENGTH)]
 
 
+def get_input_variants():
+    return [
+        [torch.randn(3, CHANNELS, 1001)],
+        [torch.randn(1, CHANNELS, 1)],
+    ]
+
+
 def get_init_inputs():
     return [CHANNELS]

@@ -26,5 +26,14 @@ def get_inputs():
     return [torch.randn(BATCH, IN_FEATURES)]
 
 
+def get_input_variants():
+    # A batch that is not a multiple of the usual tile sizes, and extra
+    # leading dims, which nn.Linear accepts.
+    return [
+        [torch.randn(37, IN_FEATURES)],
+        [torch.randn(2, 9, IN_FEATURES)],
+    ]
+
+
 def get_init_inputs():
     return [IN_FEATURES, OUT_FEATURES]

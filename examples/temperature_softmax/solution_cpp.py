@@ -13,6 +13,15 @@ _CPP = r"""
 #include <cstdint>
 #include <cstring>
 
+// -O3 alone targets baseline x86-64 (SSE2, four floats per vector). On
+// Linux/GCC also build an AVX2+FMA copy of each kernel; the dynamic loader
+// picks it where the CPU supports it.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MULTIVERSION
+#endif
+
 // e^x for float x, about 1 ulp: e^x = 2^k * e^r with |r| <= ln2/2 and the
 // Cephes expf polynomial for e^r. std::exp would keep the loops scalar.
 // The argument is clamped to [-87, 88] (so the result saturates near
@@ -44,6 +53,7 @@ static inline float exp_approx(float x) {
     return p * two_k;
 }
 
+MULTIVERSION
 static void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, float inv_t) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
