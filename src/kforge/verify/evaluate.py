@@ -118,7 +118,11 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     evaluation = _Evaluation(context)
     if untimed:
         evaluation.warnings.append(untimed)
-    return evaluation.run()
+    try:
+        return evaluation.run()
+    finally:
+        if pool is not None:
+            pool.replenish()
 
 
 class ProfileFailed(RuntimeError):

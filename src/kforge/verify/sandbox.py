@@ -188,18 +188,12 @@ class Worker:
             self.process.wait()
 
     def close(self) -> None:
-        if self.process.poll() is None and self.process.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self.process.stdin.write(b'{"op": "exit"}\n')
-                self.process.stdin.flush()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
+        # Killed rather than asked to exit: a worker holds nothing worth flushing, and an interpreter with
+        # torch loaded takes a second or two to shut down politely.
         self.kill()
-        # The candidate's own children, if any escaped the group, are not ours to chase: the group kill
-        # above ends everything it started in its session.
         for stream in (self.process.stdin, self._replies):
             with contextlib.suppress(Exception):
-                stream.close()
+                stream.close()  # type: ignore[union-attr]
         _remove_tree(self.directory)
 
 
@@ -207,27 +201,34 @@ class WorkerPool:
     """Keeps started workers waiting, so an evaluation does not wait for Python and torch to import.
 
     A worker that has run a candidate is never reused: the pool only ever hands out fresh processes, and
-    starts a replacement as soon as one is taken. Meant for callers that evaluate many candidates in one
+    starts replacements when an evaluation ends. Meant for callers that evaluate many candidates in one
     process (agents, benchmarks); a single `kforge eval` does not need one.
     """
 
     def __init__(self, spares: int = 2) -> None:
         self.spares = spares
         self._waiting: dict[tuple[object, ...], list[Worker]] = {}
+        self._configs: dict[tuple[object, ...], tuple[Path, Limits, dict[str, str]]] = {}
 
     def take(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> Worker:
+        """A started worker for this configuration: a waiting one, or a new one."""
         key = (str(cache_dir), limits, tuple(sorted(extra_env.items())))
+        self._configs[key] = (cache_dir, limits, extra_env)
         waiting = self._waiting.setdefault(key, [])
         while waiting:
             worker = waiting.pop(0)
             if worker.process.poll() is None:
-                break
+                return worker
             worker.close()
-        else:
-            worker = Worker(cache_dir, limits, extra_env)
-        while len(waiting) < self.spares:
-            waiting.append(Worker(cache_dir, limits, extra_env))
-        return worker
+        return Worker(cache_dir, limits, extra_env)
+
+    def replenish(self) -> None:
+        """Start spares for every configuration taken so far. Called between evaluations, not during one:
+        a spare importing torch would steal a core from the kernel being timed."""
+        for key, (cache_dir, limits, extra_env) in self._configs.items():
+            waiting = self._waiting.setdefault(key, [])
+            while len(waiting) < self.spares:
+                waiting.append(Worker(cache_dir, limits, extra_env))
 
     def close(self) -> None:
         for waiting in self._waiting.values():

@@ -253,6 +253,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     reply = os.fdopen(args.reply_fd, "w", buffering=1)
     state = WorkerState(args.cache_dir)
+    # The first dispatch-mode recording imports a good part of torch; pay for it before the greeting, so a
+    # worker waiting in a pool is ready to judge at once.
+    record_ops(lambda: torch.ones(2) + 1)
     reply.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid()}) + "\n")
     reply.flush()
     serve(state, sys.stdin, reply)
