@@ -54,7 +54,7 @@ def main() -> None:
         command = [sys.executable, "-m", "kforge", "optimize", str(ROOT / "tests/problems/gpu_leaky_scale.py"),
                    "--platform", "cuda", "--language", "cuda", "--model", "openai:scripted", "--base-url",
                    f"{server.url}/v1", "--db", str(db), "--out", str(args.out / "best_cuda.py"), "--rounds", "1",
-                   "--attempts", "3"]
+                   "--attempts", "3", "--baseline", "eager", "--rep-ms", "300", "--timeout", "60"]
         result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
         print(result.stdout)
         print(result.stderr[-4000:])

@@ -54,3 +54,20 @@ def test_run_timing_refreshes_inputs_and_keeps_spot_outputs() -> None:
     assert seen == [100.0 + i for i in range(len(seen))], "every call must see the contents of its own seed"
     assert sorted(run.spot_outputs) == [6, 9]  # priming + 3 warm-up calls, then reps 3 and 6 of 6
     assert float(run.spot_outputs[9][0]) == 2 * 109
+
+
+def test_slow_input_refresh_cuts_the_number_of_calls_to_fit_the_wall_budget() -> None:
+    import time
+
+    import torch
+
+    def make_inputs(seed: int) -> list[torch.Tensor]:
+        time.sleep(0.02)  # a costly draw of fresh inputs
+        return [torch.full((4,), float(seed))]
+
+    plan = TimingPlan(seed=0, warmup_ms=0.0, rep_ms=1000.0, min_reps=5, max_reps=300, rotate=2, max_wall_ms=300.0)
+    started = time.monotonic()
+    run = run_timing(lambda inputs: inputs[0] * 2, make_inputs, CpuPlatform(), plan, lambda out: out.clone())
+    assert 5 <= len(run.times_ns) <= 20
+    assert time.monotonic() - started < 2.0
+    assert len(run.spot_outputs) == 2
