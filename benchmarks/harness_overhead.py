@@ -61,7 +61,7 @@ def main() -> None:
         with WorkerPool(spares=1) as pool:
             timed_evaluation(args.problem, args.solution, options, pool)  # fills the pool
             for _ in range(args.repeats):
-                time.sleep(3.0)  # let the pool's spare finish importing, as it would between agent rounds
+                time.sleep(8.0)  # the pool's spare finishes starting, as it does while an agent thinks
                 verdict, wall = timed_evaluation(args.problem, args.solution, options, pool)
                 overheads.append(wall - (verdict.timing_s or 0.0))
                 assert verdict.timing is not None

@@ -34,7 +34,9 @@ _ENV_ALLOWED = re.compile(
     r"TORCH_CUDA_ARCH_LIST|MAX_JOBS|TRITON_[A-Z_]+|VIRTUAL_ENV|CONDA_PREFIX|PYTHONHASHSEED)$")
 _ENV_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.IGNORECASE)
 _LOG_TAIL_BYTES = 4000
-_MEMORY_POLL_S = 0.1
+# How often the harness reads the worker's resident memory while it waits. Rarely: each reading walks /proc
+# and takes CPU time from the kernel being timed on the same cores; RLIMIT_AS is the hard limit meanwhile.
+_MEMORY_POLL_S = 1.0
 
 
 class WorkerFailure(Exception):
