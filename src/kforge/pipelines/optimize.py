@@ -120,9 +120,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
 def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path,
                     pool: WorkerPool) -> Callable[[str], Verdict]:
     def evaluate_source(source: str) -> Verdict:
-        path = workdir / f"candidate_{source_hash(source)[:16]}.py"
-        path.write_text(source)
-        return evaluate(problem.path, path, options, pool=pool)
+        return evaluate(problem.path, _candidate_file(workdir, source), options, pool=pool)
 
     return evaluate_source
 
@@ -131,8 +129,7 @@ def _candidate_profiler(problem: Problem, options: EvalOptions, workdir: Path, p
                         on_event: LoopEvent | None) -> Callable[[AttemptRecord], ProfileView]:
     def profile(record: AttemptRecord) -> ProfileView:
         assert record.verdict is not None
-        path = workdir / f"candidate_{source_hash(record.source)[:16]}.py"
-        path.write_text(record.source)
+        path = _candidate_file(workdir, record.source)
         try:
             result = profile_candidate(problem.path, path, options, pool, runtime_ms=record.verdict.runtime_ms)
         except (ProfileFailed, ValueError) as exc:
@@ -144,6 +141,13 @@ def _candidate_profiler(problem: Problem, options: EvalOptions, workdir: Path, p
         return ProfileView(text=result.text + "\n" + timing_profile(record.verdict).text, png=result.png)
 
     return profile
+
+
+def _candidate_file(workdir: Path, source: str) -> Path:
+    """The candidate as a file, named by its content: the harness reads solutions from files."""
+    path = workdir / f"candidate_{source_hash(source)[:16]}.py"
+    path.write_text(source)
+    return path
 
 
 def timing_profile(verdict: Verdict) -> ProfileView:

@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,32 @@ class _Context:
     platform: Platform
     options: EvalOptions
     progress: Progress
-    cache: Path
-    reference_model: torch.nn.Module
-    reference_ops: set[str]
     pool: WorkerPool | None
+
+    @property
+    def cache(self) -> Path:
+        return (self.options.cache_dir or cache_dir()).expanduser()
+
+    @cached_property
+    def reference_model(self) -> torch.nn.Module:
+        return self.problem.make_model(self.options.seed).to(self.platform.device)
+
+    @cached_property
+    def reference_ops(self) -> set[str]:
+        inputs = tensors.to_device(self.problem.inputs(_trial_seed(self.options, 0)), self.platform.device)
+        return reference_ops(self.reference_model, inputs)
+
+
+def _context(problem: str | Path, solution: str | Path, options: EvalOptions, progress: Progress,
+             pool: WorkerPool | None, check_runs: bool) -> _Context:
+    """Load what an evaluation or a profile needs; ProblemError, SolutionError or PlatformError for bad input."""
+    loaded_problem = load_problem(problem, check_runs=check_runs)
+    loaded_solution = load_solution(solution, options.language)
+    platform = get_platform(options.platform)
+    if loaded_solution.language not in platform.languages:
+        raise SolutionError(f"platform {platform.name} does not run {loaded_solution.language} candidates "
+                            f"(it runs {', '.join(platform.languages)})")
+    return _Context(loaded_problem, loaded_solution, platform, options, progress, pool)
 
 
 def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
@@ -101,20 +124,10 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     options = options or EvalOptions()
     say = progress or (lambda _message: None)
     say("loading the problem")
-    loaded_problem = load_problem(problem)
-    loaded_solution = load_solution(solution, options.language)
-    platform = get_platform(options.platform)
-    if loaded_solution.language not in platform.languages:
-        raise SolutionError(f"platform {platform.name} does not run {loaded_solution.language} candidates "
-                            f"(it runs {', '.join(platform.languages)})")
-    untimed = platform.untimed_reason(loaded_solution.language)
+    context = _context(problem, solution, options, say, pool, check_runs=True)
+    untimed = context.platform.untimed_reason(context.solution.language)
     if untimed:
-        options = options.model_copy(update={"measure": False})
-    reference_model = loaded_problem.make_model(options.seed).to(platform.device)
-    first_inputs = tensors.to_device(loaded_problem.inputs(_trial_seed(options, 0)), platform.device)
-    context = _Context(loaded_problem, loaded_solution, platform, options, say,
-                       (options.cache_dir or cache_dir()).expanduser(), reference_model,
-                       reference_ops(reference_model, first_inputs), pool)
+        context.options = options.model_copy(update={"measure": False})
     evaluation = _Evaluation(context)
     if untimed:
         evaluation.warnings.append(untimed)
@@ -136,17 +149,12 @@ def collect_profile(problem: str | Path, solution: str | Path, options: EvalOpti
     For candidates already judged correct: the profile is advice for the analyst, and never part of a verdict.
     """
     options = options or EvalOptions()
-    loaded_problem = load_problem(problem, check_runs=False)
-    loaded_solution = load_solution(solution, options.language)
-    platform = get_platform(options.platform)
-    reference_model = loaded_problem.make_model(options.seed).to(platform.device)
-    context = _Context(loaded_problem, loaded_solution, platform, options, lambda _message: None,
-                       (options.cache_dir or cache_dir()).expanduser(), reference_model, set(), pool)
+    context = _context(problem, solution, options, lambda _message: None, pool, check_runs=False)
     evaluation = _Evaluation(context)
     try:
         with evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
-            evaluation.load(worker, solution=loaded_solution.path, compile_model=False)
+            evaluation.load(worker, solution=context.solution.path, compile_model=False)
             reply = evaluation.ask(worker, {"op": "profile", "seed": _TIMING_SEED, "calls": calls},
                                    options.timeout_s)
     except _Failed as failure:

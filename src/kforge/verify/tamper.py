@@ -7,13 +7,9 @@ because a kernel that patches clocks or comparisons is not an honest kernel.
 
 from __future__ import annotations
 
-import builtins
 import importlib
 import inspect
-import time
 from typing import Any
-
-import torch
 
 WATCHED: dict[str, tuple[str, ...]] = {
     "time": ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",
@@ -36,15 +32,10 @@ WATCHED: dict[str, tuple[str, ...]] = {
 
 
 def _resolve(path: str) -> Any:
-    if path == "builtins":
-        return builtins
-    if path == "time":
-        return time
-    if path == "torch.Tensor":
-        return torch.Tensor
+    """A module, or a class inside one ('torch.Tensor', 'torch.cuda.Event')."""
     try:
         return importlib.import_module(path)
-    except ImportError:  # a class inside a module, such as torch.cuda.Event
+    except ImportError:
         owner, _, name = path.rpartition(".")
         return getattr(_resolve(owner), name)
 
