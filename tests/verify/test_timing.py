@@ -71,3 +71,25 @@ def test_slow_input_refresh_cuts_the_number_of_calls_to_fit_the_wall_budget() ->
     assert 5 <= len(run.times_ns) <= 20
     assert time.monotonic() - started < 2.0
     assert len(run.spot_outputs) == 2
+
+
+def test_warm_up_stops_at_its_share_of_the_wall_budget() -> None:
+    import time
+
+    import torch
+
+    draws = 0
+
+    def make_inputs(seed: int) -> list[torch.Tensor]:
+        nonlocal draws
+        draws += 1
+        time.sleep(0.02)  # drawing the inputs costs far more than the call
+        return [torch.full((4,), float(seed))]
+
+    # 100 ms of warm-up calls of a few microseconds each would be thousands of calls without the wall bound.
+    plan = TimingPlan(seed=0, warmup_ms=100.0, rep_ms=0.01, min_reps=5, max_reps=5000, rotate=2, max_wall_ms=400.0)
+    started = time.monotonic()
+    run = run_timing(lambda inputs: inputs[0] * 2, make_inputs, CpuPlatform(), plan, lambda out: out.clone())
+    assert len(run.times_ns) == 5
+    assert draws < 20  # rotate + priming + about 100 ms of warm-up draws + 5 reps
+    assert time.monotonic() - started < 1.5

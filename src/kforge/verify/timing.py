@@ -23,6 +23,9 @@ from kforge.verify.verdict import TimingStats
 _loop_clock = time.monotonic_ns
 
 
+_WARMUP_WALL_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class TimingPlan:
     """How long to warm up and measure; durations are in milliseconds of timed calls."""
@@ -76,7 +79,10 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
     timed_call()  # priming: first-call costs (lazy init, compilation) stay out of every figure
     warm: list[int] = []
     warm_started = _loop_clock()
-    while len(warm) < 3 or (sum(warm) < plan.warmup_ms * 1e6 and len(warm) < plan.max_reps):
+    # Warm-up stops at its share of the wall budget too: drawing large inputs can dwarf the call itself.
+    warm_wall_ns = _WARMUP_WALL_SHARE * plan.max_wall_ms * 1e6
+    while len(warm) < 3 or (sum(warm) < plan.warmup_ms * 1e6 and len(warm) < plan.max_reps
+                            and _loop_clock() - warm_started < warm_wall_ns):
         warm.append(timed_call()[1])
     cycle = (_loop_clock() - warm_started) / len(warm)  # one call with its refresh and flush
     estimate = max(statistics.median(warm), 1)
