@@ -1,0 +1,341 @@
+"""The builtin engine's intermediate representation: one lowered problem, and a torch interpreter for it.
+
+A `Program` is what capture produces, simplification rewrites and the backends (C++, Triton) turn into code:
+
+- `inputs`: the tensors `forward` receives, in order (name, shape, dtype);
+- `params`: parameters and buffers read from the reference module, named by their attribute path
+  (`"linear.weight"`); the generated `ModelNew` creates them exactly as the reference does;
+- `prepared`: nodes computed once at construction from params only (e.g. a weight summed over its rows);
+- `heavy`: at most one GEMM or convolution (`HEAVY_OPS`), whose operands are inputs, params or prepared;
+- `nodes`: the epilogue, a DAG in topological order of pointwise ops (`UNARY_OPS`, `BINARY_OPS`, `clamp`),
+  reductions over one dim (`REDUCE_OPS`), row-wise normalizations over one dim (`ROW_OPS`) and views
+  (`VIEW_OPS`) of inputs, params or the heavy output;
+- `outputs`: the names of the values `forward` returns, in order.
+
+Every value has a unique name: an input's, a param's, or a node's (the heavy op is a node). A node's `args`
+are names of values or Python floats (scalar constants, broadcast everywhere). Shapes are those of the
+problem's main input set (`get_inputs()`); `static[d]` tells whether dim d has that size in every input set
+the problem defines, so shape-dependent rewrites only rely on static dims and the generated code reads every
+size at run time.
+
+Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(key)`):
+
+- reductions: `dim` (int, non-negative), `keepdim` (bool);
+- `softmax`/`log_softmax`: `dim`; `layer_norm`: `dim` (the last), `eps`, args `(x[, weight[, bias]])`;
+- `clamp`: `min`, `max` (float or None); `leaky_relu`: `negative_slope`; `elu`: `alpha`;
+  `softplus`: `beta`, `threshold`; `pow` with a float exponent is a binary op with a float arg;
+- `linear`: args `(x, weight[, bias])`; `matmul`/`bmm`: args `(a, b)`;
+  `conv1d`/`conv2d`: args `(x, weight[, bias])`, attrs `stride`, `padding`, `dilation` (tuples), `groups`;
+- `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped).
+
+Example: `y = gelu_tanh(x @ W.T + b) * 0.5` with x (8, 16) and `nn.Linear(16, 32)` stored as `lin`::
+
+    program = Program(
+        inputs=(TensorSpec("x", (8, 16)),),
+        params=(TensorSpec("lin.weight", (32, 16)), TensorSpec("lin.bias", (32,))),
+        heavy=Node("mm", "linear", ("x", "lin.weight", "lin.bias"), (8, 32)),
+        nodes=(Node("act", "gelu_tanh", ("mm",), (8, 32)), Node("out", "mul", ("act", 0.5), (8, 32))),
+        outputs=("out",),
+    )
+    [y] = evaluate(program, [x], {"lin.weight": w, "lin.bias": b})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+Arg = str | float
+Shape = tuple[int, ...]
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+HEAVY_OPS = ("linear", "matmul", "bmm", "conv1d", "conv2d")
+UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos",
+             "erf", "sigmoid", "tanh", "relu", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu",
+             "elu", "hardsigmoid", "hardswish", "clamp")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
+ROW_OPS = ("softmax", "log_softmax", "layer_norm")
+VIEW_OPS = ("view", "slice")
+POINTWISE_OPS = UNARY_OPS + BINARY_OPS
+ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS
+
+
+class IRError(ValueError):
+    """A program that breaks the rules of the IR (unknown op, undefined name, duplicate name)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A named tensor: an input or a parameter/buffer of the reference."""
+
+    name: str
+    shape: Shape
+    dtype: str = "float32"
+    static: tuple[bool, ...] = ()  # per dim; empty means every dim is static
+
+    def is_static(self, dim: int) -> bool:
+        return not self.static or self.static[dim]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation; its result is the value called `name`."""
+
+    name: str
+    op: str
+    args: tuple[Arg, ...]
+    shape: Shape
+    dtype: str = "float32"
+    attrs: tuple[tuple[str, Any], ...] = ()
+    static: tuple[bool, ...] = ()  # per dim of the result; empty means every dim is static
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        for name, value in self.attrs:
+            if name == key:
+                return value
+        return default
+
+    def with_attrs(self, **changes: Any) -> Node:
+        merged = dict(self.attrs)
+        merged.update(changes)
+        return Node(self.name, self.op, self.args, self.shape, self.dtype, make_attrs(**merged), self.static)
+
+    @property
+    def value_args(self) -> tuple[str, ...]:
+        """The args that name values (scalar constants left out)."""
+        return tuple(arg for arg in self.args if isinstance(arg, str))
+
+    def is_static(self, dim: int) -> bool:
+        return not self.static or self.static[dim]
+
+
+def make_attrs(**attrs: Any) -> tuple[tuple[str, Any], ...]:
+    """Attributes in the canonical (sorted) form that `Node.attrs` holds."""
+    return tuple(sorted(attrs.items()))
+
+
+@dataclass(frozen=True)
+class Program:
+    """A lowered problem; see the module docstring."""
+
+    inputs: tuple[TensorSpec, ...]
+    params: tuple[TensorSpec, ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[str, ...]
+    heavy: Node | None = None
+    prepared: tuple[Node, ...] = ()
+    degenerate: str | None = None  # why the outputs are provably constant, when they are
+    notes: tuple[str, ...] = field(default=())  # one line per rewrite applied, for reports and docs
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    def spec(self, name: str) -> TensorSpec | Node:
+        """The input, param or node called `name`."""
+        for item in (*self.inputs, *self.params, *self.prepared, *self.all_nodes()):
+            if item.name == name:
+                return item
+        raise IRError(f"no value named {name!r}")
+
+    def shape(self, name: str) -> Shape:
+        return self.spec(name).shape
+
+    def all_nodes(self) -> tuple[Node, ...]:
+        """The heavy op (when there is one) followed by the epilogue."""
+        return ((self.heavy,) if self.heavy else ()) + self.nodes
+
+    def users(self, name: str) -> list[Node]:
+        return [node for node in (*self.prepared, *self.all_nodes()) if name in node.value_args]
+
+    def replace(self, **changes: Any) -> Program:
+        fields = {"inputs": self.inputs, "params": self.params, "nodes": self.nodes, "outputs": self.outputs,
+                  "heavy": self.heavy, "prepared": self.prepared, "degenerate": self.degenerate,
+                  "notes": self.notes}
+        fields.update(changes)
+        return Program(**fields)
+
+
+def validate(program: Program) -> None:
+    """Raise IRError unless names are unique, defined before use, and ops are known."""
+    defined: set[str] = set()
+    for spec in (*program.inputs, *program.params):
+        if spec.name in defined:
+            raise IRError(f"duplicate value name {spec.name!r}")
+        defined.add(spec.name)
+    leaves = set(defined)
+    groups: list[tuple[str, tuple[Node, ...]]] = [("prepared", program.prepared)]
+    if program.heavy is not None:
+        if program.heavy.op not in HEAVY_OPS:
+            raise IRError(f"heavy op must be one of {', '.join(HEAVY_OPS)}, not {program.heavy.op!r}")
+        groups.append(("heavy", (program.heavy,)))
+    groups.append(("epilogue", program.nodes))
+    for group, nodes in groups:
+        for node in nodes:
+            if node.op not in ALL_OPS:
+                raise IRError(f"unknown op {node.op!r} in node {node.name!r}")
+            if group == "epilogue" and node.op in HEAVY_OPS:
+                raise IRError(f"node {node.name!r}: a heavy op belongs in Program.heavy")
+            for arg in node.value_args:
+                if arg not in defined:
+                    raise IRError(f"node {node.name!r} uses {arg!r} before it is defined")
+                if group == "prepared" and arg not in leaves and arg not in {n.name for n in program.prepared}:
+                    raise IRError(f"prepared node {node.name!r} may use params only, not {arg!r}")
+            if node.name in defined:
+                raise IRError(f"duplicate value name {node.name!r}")
+            defined.add(node.name)
+    for name in program.outputs:
+        if name not in defined:
+            raise IRError(f"output {name!r} is not defined")
+
+
+# ---- the reference interpreter ------------------------------------------------------------------------------
+
+_TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+                 "bfloat16": torch.bfloat16}
+
+
+def torch_dtype(dtype: str) -> torch.dtype:
+    return _TORCH_DTYPES[dtype]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    for name, value in _TORCH_DTYPES.items():
+        if value == dtype:
+            return name
+    raise IRError(f"unsupported dtype {dtype}")
+
+
+def evaluate(program: Program, inputs: Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
+             params: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+    """Run `program` with torch ops: the outputs, in order. Inputs by position or by name; params by name."""
+    if not isinstance(inputs, Mapping):
+        if len(inputs) != len(program.inputs):
+            raise IRError(f"program takes {len(program.inputs)} inputs, got {len(inputs)}")
+        inputs = {spec.name: tensor for spec, tensor in zip(program.inputs, inputs)}
+    env: dict[str, torch.Tensor] = {**inputs, **{spec.name: params[spec.name] for spec in program.params}}
+    for node in (*program.prepared, *program.all_nodes()):
+        env[node.name] = apply(node, [env[arg] if isinstance(arg, str) else arg for arg in node.args])
+    return [env[name] for name in program.outputs]
+
+
+def apply(node: Node, args: list[Any]) -> torch.Tensor:
+    """One node's result in torch, given its args (tensors where the node names values, floats otherwise)."""
+    op = node.op
+    if op in _UNARY:
+        return _UNARY[op](args[0], node)
+    if op in _BINARY:
+        a, b = args
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+            raise IRError(f"node {node.name!r}: a binary op needs at least one tensor")
+        return _BINARY[op](a, b)
+    if op in REDUCE_OPS:
+        dim, keepdim = node.attr("dim"), bool(node.attr("keepdim", False))
+        x = args[0]
+        if op == "sum":
+            return torch.sum(x, dim=dim, keepdim=keepdim)
+        if op == "mean":
+            return torch.mean(x, dim=dim, keepdim=keepdim)
+        if op == "amax":
+            return torch.amax(x, dim=dim, keepdim=keepdim)
+        if op == "amin":
+            return torch.amin(x, dim=dim, keepdim=keepdim)
+        return torch.logsumexp(x, dim=dim, keepdim=keepdim)
+    if op == "softmax":
+        return torch.softmax(args[0], dim=node.attr("dim"))
+    if op == "log_softmax":
+        return torch.log_softmax(args[0], dim=node.attr("dim"))
+    if op == "layer_norm":
+        x = args[0]
+        weight = args[1] if len(args) > 1 else None
+        bias = args[2] if len(args) > 2 else None
+        return F.layer_norm(x, (x.shape[-1],), weight, bias, eps=node.attr("eps", 1e-5))
+    if op == "view":
+        return args[0].reshape(node.attr("shape"))
+    if op == "slice":
+        dim = node.attr("dim")
+        index = [slice(None)] * args[0].dim()
+        index[dim] = slice(node.attr("start", 0), node.attr("stop"), node.attr("step", 1))
+        return args[0][tuple(index)]
+    return _apply_heavy(node, args)
+
+
+def _apply_heavy(node: Node, args: list[Any]) -> torch.Tensor:
+    op = node.op
+    if op == "linear":
+        return F.linear(args[0], args[1], args[2] if len(args) > 2 else None)
+    if op == "matmul":
+        return torch.matmul(args[0], args[1])
+    if op == "bmm":
+        return torch.bmm(args[0], args[1])
+    if op in ("conv1d", "conv2d"):
+        conv = F.conv1d if op == "conv1d" else F.conv2d
+        return conv(args[0], args[1], args[2] if len(args) > 2 else None, stride=node.attr("stride", 1),
+                    padding=node.attr("padding", 0), dilation=node.attr("dilation", 1),
+                    groups=node.attr("groups", 1))
+    raise IRError(f"unknown op {op!r}")
+
+
+def _clamp(x: torch.Tensor, node: Node) -> torch.Tensor:
+    return torch.clamp(x, min=node.attr("min"), max=node.attr("max"))
+
+
+_UNARY: dict[str, Any] = {
+    "neg": lambda x, n: -x,
+    "abs": lambda x, n: torch.abs(x),
+    "exp": lambda x, n: torch.exp(x),
+    "log": lambda x, n: torch.log(x),
+    "log1p": lambda x, n: torch.log1p(x),
+    "expm1": lambda x, n: torch.expm1(x),
+    "sqrt": lambda x, n: torch.sqrt(x),
+    "rsqrt": lambda x, n: torch.rsqrt(x),
+    "reciprocal": lambda x, n: torch.reciprocal(x),
+    "square": lambda x, n: x * x,
+    "sin": lambda x, n: torch.sin(x),
+    "cos": lambda x, n: torch.cos(x),
+    "erf": lambda x, n: torch.erf(x),
+    "sigmoid": lambda x, n: torch.sigmoid(x),
+    "tanh": lambda x, n: torch.tanh(x),
+    "relu": lambda x, n: torch.relu(x),
+    "gelu": lambda x, n: F.gelu(x),
+    "gelu_tanh": lambda x, n: F.gelu(x, approximate="tanh"),
+    "silu": lambda x, n: F.silu(x),
+    "mish": lambda x, n: F.mish(x),
+    "softplus": lambda x, n: F.softplus(x, beta=n.attr("beta", 1.0), threshold=n.attr("threshold", 20.0)),
+    "leaky_relu": lambda x, n: F.leaky_relu(x, n.attr("negative_slope", 0.01)),
+    "elu": lambda x, n: F.elu(x, n.attr("alpha", 1.0)),
+    "hardsigmoid": lambda x, n: F.hardsigmoid(x),
+    "hardswish": lambda x, n: F.hardswish(x),
+    "clamp": _clamp,
+}
+
+
+def _maximum(a: Any, b: Any) -> torch.Tensor:
+    if not isinstance(a, torch.Tensor):
+        a, b = b, a
+    return torch.clamp(a, min=b) if not isinstance(b, torch.Tensor) else torch.maximum(a, b)
+
+
+def _minimum(a: Any, b: Any) -> torch.Tensor:
+    if not isinstance(a, torch.Tensor):
+        a, b = b, a
+    return torch.clamp(a, max=b) if not isinstance(b, torch.Tensor) else torch.minimum(a, b)
+
+
+def _pow(a: Any, b: Any) -> torch.Tensor:
+    return torch.pow(a, b)
+
+
+_BINARY: dict[str, Any] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "maximum": _maximum,
+    "minimum": _minimum,
+    "pow": _pow,
+}
