@@ -216,7 +216,7 @@ def evaluate(program: Program, inputs: Sequence[torch.Tensor] | Mapping[str, tor
     if not isinstance(inputs, Mapping):
         if len(inputs) != len(program.inputs):
             raise IRError(f"program takes {len(program.inputs)} inputs, got {len(inputs)}")
-        inputs = {spec.name: tensor for spec, tensor in zip(program.inputs, inputs)}
+        inputs = {spec.name: tensor for spec, tensor in zip(program.inputs, inputs, strict=True)}
     env: dict[str, torch.Tensor] = {**inputs, **{spec.name: params[spec.name] for spec in program.params}}
     for node in (*program.prepared, *program.all_nodes()):
         env[node.name] = apply(node, [env[arg] if isinstance(arg, str) else arg for arg in node.args])
