@@ -26,7 +26,10 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
   `softplus`: `beta`, `threshold`; `pow` with a float exponent is a binary op with a float arg;
 - `linear`: args `(x, weight[, bias])`; `matmul`/`bmm`: args `(a, b)`;
   `conv1d`/`conv2d`: args `(x, weight[, bias])`, attrs `stride`, `padding`, `dilation` (tuples), `groups`;
-- `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped).
+- `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped);
+  a slice whose end is a run-time size has args `(x, stop)`, `stop` naming a `size` node (the attr is None);
+- `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
+  values (shape ()) computed from sizes by pointwise ops (`log(n)`) are ordinary nodes.
 
 Example: `y = gelu_tanh(x @ W.T + b) * 0.5` with x (8, 16) and `nn.Linear(16, 32)` stored as `lin`::
 
@@ -61,8 +64,9 @@ BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
 ROW_OPS = ("softmax", "log_softmax", "layer_norm")
 VIEW_OPS = ("view", "slice")
+SCALAR_OPS = ("size",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS
-ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS
+ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS
 
 
 class IRError(ValueError):
@@ -259,8 +263,11 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
     if op == "slice":
         dim = node.attr("dim")
         index = [slice(None)] * args[0].dim()
-        index[dim] = slice(node.attr("start", 0), node.attr("stop"), node.attr("step", 1))
+        stop = int(args[1]) if len(args) > 1 else node.attr("stop")
+        index[dim] = slice(node.attr("start", 0), stop, node.attr("step", 1))
         return args[0][tuple(index)]
+    if op == "size":
+        return torch.tensor(float(args[0].shape[node.attr("dim")]), dtype=torch.float64)
     return _apply_heavy(node, args)
 
 
