@@ -160,18 +160,28 @@ def optimize_command(
     timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
     rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
     baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
+    pipeline: Annotated[str, typer.Option(
+        help="loop (KForge: generate, analyse, refine) or staged (Xe-Forge: analyzer, planner, stages).")] = "loop",
+    kernel: Annotated[Path | None, typer.Option(
+        help="Staged: a correct starting kernel (default: the loop's first correct candidate).")] = None,
+    stages: Annotated[str | None, typer.Option(
+        help="Staged: stages to use, comma-separated (e.g. fusion,memory_access), or -name to skip one.")] = None,
+    retries: Annotated[int, typer.Option(min=0, help="Staged: retries per stage after its first try.")] = 2,
 ) -> None:
-    """Generate, verify and refine a kernel with a generation agent and a performance-analysis agent.
+    """Generate, verify and refine a kernel: the KForge loop, or the staged pipeline (--pipeline staged).
 
     Exit status: 0 when a correct solution was found (and written with --out), 1 when none was, 2 for bad input.
     """
+    from kforge.agents.planner import StageSelectionError, select_stages
     from kforge.config import ConfigError, load_settings
     from kforge.llm import LLMError
     from kforge.pipelines.loop import LoopSettings
     from kforge.pipelines.optimize import OptimizeError, OptimizeRequest, resume_request, run_optimize, start_run
+    from kforge.pipelines.staged import StagedSettings
     from kforge.platforms import get_platform
     from kforge.reports import attempts_table, costs_line
     from kforge.store import Store, StoreError
+    from kforge.trial_tree import trial_tree
 
     try:
         settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
@@ -189,14 +199,22 @@ def optimize_command(
                 if settings.model is None:
                     _bad_input("no model configured: pass --model PROVIDER:MODEL (e.g. openai:gpt-4o), or set "
                                "KFORGE_MODEL, or put model = \"...\" in kforge.toml", False)
+                if pipeline not in ("loop", "staged"):
+                    _bad_input(f"unknown pipeline {pipeline!r}; choose loop or staged", False)
+                if pipeline == "loop" and (kernel or stages):
+                    _bad_input("--kernel and --stages belong to the staged pipeline: add --pipeline staged", False)
                 chosen = get_platform(platform)
+                chosen_language = language or chosen.languages[0]
                 request = OptimizeRequest(
-                    problem=problem, platform=chosen.name, language=language or chosen.languages[0],
+                    problem=problem, platform=chosen.name, language=chosen_language,
                     model=str(settings.model), eval_options=eval_options, reference=reference, send_images=images,
                     loop=LoopSettings(attempts=attempts, rounds=rounds, candidates=candidates, patience=patience),
-                    max_output_tokens=settings.max_output_tokens, temperature=settings.temperature)
-                if request.reference is not None:
-                    load_solution(request.reference)
+                    max_output_tokens=settings.max_output_tokens, temperature=settings.temperature,
+                    pipeline=pipeline, kernel=kernel,
+                    staged=StagedSettings(stages=select_stages(stages, chosen_language), retries=retries))
+                for given in (request.reference, request.kernel):
+                    if given is not None:
+                        load_solution(given)
                 run_id = start_run(store, request)
             chat = settings.model_copy(update={"model": request.model}).chat_model()
             err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) "
@@ -204,12 +222,15 @@ def optimize_command(
             with err.status("starting", spinner="dots") as status:
                 def on_event(text: str) -> None:
                     status.update(text)
-                    if text.startswith(("attempt ", "round ")):
+                    if text.startswith(("attempt ", "round ", "stage ", "plan: ", "analysis: ")):
                         err.print(f"  {text}", highlight=False)
 
                 outcome = run_optimize(store, run_id, request, chat, settings.budget(),
                                        use_cache=not settings.no_cache, on_event=on_event)
             out.print(attempts_table(store, run_id))
+            tree = trial_tree(store, run_id)
+            if tree is not None:
+                out.print(tree, highlight=False)
             out.print(costs_line(store, run_id), highlight=False)
             result = outcome.result
             err.print(f"stopped: {result.stop_reason}", highlight=False)
@@ -227,7 +248,8 @@ def optimize_command(
                 out_file.parent.mkdir(parents=True, exist_ok=True)
                 out_file.write_text(result.best.source)
                 out.print(f"wrote {out_file}", highlight=False)
-    except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError) as exc:
+    except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
+            StageSelectionError) as exc:
         _bad_input(str(exc), False)
     except LLMError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
@@ -253,10 +275,11 @@ def runs_command(
 
 @app.command("show")
 def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")], db: DbOption = None) -> None:
-    """Show a run's attempts, its best candidate and its costs."""
+    """Show a run's attempts, its best candidate and its costs; for a staged run, its trial tree."""
     from kforge.config import ConfigError, load_settings
     from kforge.reports import attempts_table, costs_line
     from kforge.store import Store, StoreError
+    from kforge.trial_tree import trial_tree
 
     try:
         with Store(load_settings({"db": db}).db_path) as store:
@@ -267,6 +290,9 @@ def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")]
             out.print(f"run {run.id}: {run.command} {run.problem_path or ''} on {run.platform}/{run.language} "
                       f"with {run.model or '-'} ({run.status})", highlight=False)
             out.print(attempts_table(store, run_id))
+            tree = trial_tree(store, run_id)
+            if tree is not None:
+                out.print(tree, highlight=False)
             best = store.best_attempt(run_id)
             out.print(f"best: attempt {best.attempt.id} ({best.evaluation.runtime_ms:.4g} ms)" if best
                       else "best: none correct", highlight=False)

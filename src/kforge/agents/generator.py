@@ -64,8 +64,13 @@ class GenerationAgent:
     def propose(self, request: GenerationRequest, on_delta: DeltaCallback | None = None) -> Proposal:
         completion = self.chat.complete(self.messages(request), max_tokens=self.max_tokens,
                                         temperature=self.temperature, on_delta=on_delta)
-        try:
-            return Proposal(extract_solution(completion.text), None, completion)
-        except ReplyError as problem:
-            cut = " (the reply hit the token limit)" if completion.stop_reason in ("length", "max_tokens") else ""
-            return Proposal(None, f"{problem}{cut}", completion)
+        return proposal_from(completion)
+
+
+def proposal_from(completion: Completion) -> Proposal:
+    """The solution in a reply, or why there is none (saying so when the reply hit the token limit)."""
+    try:
+        return Proposal(extract_solution(completion.text), None, completion)
+    except ReplyError as problem:
+        cut = " (the reply hit the token limit)" if completion.stop_reason in ("length", "max_tokens") else ""
+        return Proposal(None, f"{problem}{cut}", completion)

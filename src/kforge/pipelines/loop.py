@@ -21,13 +21,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from kforge.agents.analyst import AnalystAgent, ProfileView
-from kforge.agents.feedback import AttemptOutcome, generation_feedback, verdict_feedback
+from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, Proposal
 from kforge.llm.budget import BudgetExceeded
-from kforge.store import Attempt, Store, text_hash
+from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage
+from kforge.store import Store
 from kforge.verify.verdict import TimingStats, Verdict
-
-Evaluator = Callable[[str], Verdict]
 
 MIN_IMPROVEMENT = 0.02
 _STREAM_REPORT_CHARS = 400
@@ -40,27 +39,6 @@ class LoopSettings:
     candidates: int = 1  # candidates requested concurrently per step
     patience: int = 2  # optimization rounds without improvement before stopping
     repairs: int = 1  # repair attempts for a failed optimization candidate
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One attempt as the loop saw it."""
-
-    attempt_id: int
-    phase: Phase
-    round: int
-    outcome: AttemptOutcome
-    source: str
-    verdict: Verdict | None
-    note: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    cached_llm: bool = False
-
-    @property
-    def runtime_ms(self) -> float | None:
-        return self.verdict.runtime_ms if self.verdict else None
 
 
 @dataclass
@@ -102,11 +80,12 @@ class KForgeLoop:
         self.settings = settings
         self.say = on_event or (lambda _text: None)
         self.result = LoopResult()
+        self.judge = AttemptJudge(store, run_id, generator.target, evaluate, self.say, self.result.attempts.append)
 
     def run(self, starting_source: str | None = None) -> LoopResult:
         try:
             if starting_source is not None:
-                self.result.best = self._judge(starting_source, "generate", 0, None, None, made_by="user")
+                self.result.best = self.judge.judge(starting_source, Lineage("generate", 0, None, "user"))
                 if self.result.best.outcome != AttemptOutcome.CORRECT:
                     self.result.best = None
             if self.result.best is None:
@@ -189,52 +168,7 @@ class KForgeLoop:
         return records
 
     def _record_proposal(self, proposal: Proposal, phase: Phase, round_: int, parent: int | None) -> AttemptRecord:
-        usage = proposal.completion.usage
-        tokens = {"prompt_tokens": usage.prompt_tokens if usage else 0,
-                  "completion_tokens": usage.completion_tokens if usage else 0,
-                  "cost_usd": proposal.completion.cost_usd, "cached_llm": proposal.completion.cached}
-        if proposal.source is None:
-            note = generation_feedback(proposal.problem or "no code")
-            attempt = self._attempt(proposal.completion.text, phase, round_, parent, "generator")
-            if self.store.evaluation_of(attempt.id) is None:
-                self.store.record_evaluation(attempt.id, {"verdict": AttemptOutcome.GENERATION_FAILURE.value,
-                                                          "reason": note, "llm_usage": tokens})
-            record = AttemptRecord(attempt.id, phase, round_, AttemptOutcome.GENERATION_FAILURE, "", None, note,
-                                   **tokens)
-            self._report(record)
-            return record
-        return self._judge(proposal.source, phase, round_, parent, tokens, made_by="generator")
-
-    def _judge(self, source: str, phase: Phase, round_: int, parent: int | None, tokens: dict[str, object] | None,
-               made_by: str) -> AttemptRecord:
-        attempt = self._attempt(source, phase, round_, parent, made_by)
-        stored = self.store.evaluation_of(attempt.id)
-        if stored is not None and "platform" in stored.verdict:
-            verdict = Verdict.model_validate({k: v for k, v in stored.verdict.items()
-                                              if k not in ("correct", "llm_usage")})
-        else:
-            self.say(f"evaluating attempt {attempt.id}")
-            verdict = self.evaluate(source)
-            self.store.record_evaluation(attempt.id, {**verdict.to_json_dict(), "llm_usage": tokens or {}})
-        outcome = AttemptOutcome.of(verdict)
-        note = "" if outcome == AttemptOutcome.CORRECT else verdict_feedback(verdict)
-        record = AttemptRecord(attempt.id, phase, round_, outcome, source, verdict, note, **(tokens or {}))
-        self._report(record)
-        return record
-
-    def _attempt(self, source: str, phase: Phase, round_: int, parent: int | None, made_by: str) -> Attempt:
-        existing = self.store.find_attempt(self.run_id, text_hash(source))
-        if existing is not None:
-            return existing
-        return self.store.record_attempt(self.run_id, source=source, language=self.generator.target.language,
-                                         platform=self.generator.target.platform, made_by=f"{made_by}:{phase}",
-                                         round=round_, parent_attempt_id=parent)
-
-    def _report(self, record: AttemptRecord) -> None:
-        self.result.attempts.append(record)
-        runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
-        self.say(f"attempt {record.attempt_id} ({record.phase}): {record.outcome.value}{runtime}")
-
+        return self.judge.proposal(proposal, Lineage(phase, round_, parent, "generator"))
 
 
 class _StreamCounter:

@@ -1,21 +1,28 @@
-"""`kforge optimize`: puts the loop together from settings, a store, a chat model and the harness."""
+"""`kforge optimize`: puts a pipeline (the KForge loop, or the staged pipeline) together from settings, a store,
+a chat model and the harness."""
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kforge.agents.analyst import AnalystAgent, ProfileView
+from kforge.agents.analyzer import AnalyzerAgent
 from kforge.agents.generator import GenerationAgent
+from kforge.agents.planner import PlannerAgent
+from kforge.agents.stage_writer import StageWriter
 from kforge.agents.targets import Target
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
 from kforge.pipelines.profiles import profile_candidate
+from kforge.pipelines.stage_knowledge import KnowledgeAccess
+from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult, StagedSettings
+from kforge.platforms import get_platform
 from kforge.problem import Problem, load_problem, source_hash
 from kforge.store import Store, StoreError
 from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
@@ -39,13 +46,19 @@ class OptimizeRequest:
     send_images: bool = False
     max_output_tokens: int = 8192
     temperature: float | None = None
+    pipeline: str = "loop"  # "loop" (KForge) or "staged" (Xe-Forge)
+    staged: StagedSettings = field(default_factory=StagedSettings)
+    kernel: Path | None = None  # the staged pipeline's starting kernel
 
     def for_record(self) -> dict[str, Any]:
         return {"problem": str(self.problem), "platform": self.platform, "language": self.language,
                 "model": self.model, "reference": str(self.reference) if self.reference else None,
                 "loop": self.loop.__dict__, "send_images": self.send_images,
                 "max_output_tokens": self.max_output_tokens, "temperature": self.temperature,
-                "eval": self.eval_options.model_dump(mode="json", exclude={"policy", "cache_dir", "tolerance"})}
+                "eval": self.eval_options.model_dump(mode="json", exclude={"policy", "cache_dir", "tolerance"}),
+                "pipeline": self.pipeline, "staged": self.staged.for_record(),
+                "kernel": str(self.kernel) if self.kernel else None,
+                "kernel_hash": source_hash(self.kernel.read_text()) if self.kernel else None}
 
     @classmethod
     def from_record(cls, record: dict[str, Any], eval_options: EvalOptions) -> OptimizeRequest:
@@ -55,13 +68,15 @@ class OptimizeRequest:
                    reference=Path(record["reference"]) if record.get("reference") else None,
                    send_images=bool(record.get("send_images")),
                    max_output_tokens=int(record.get("max_output_tokens", 8192)),
-                   temperature=record.get("temperature"))
+                   temperature=record.get("temperature"), pipeline=record.get("pipeline", "loop"),
+                   staged=StagedSettings.from_record(record.get("staged", {})),
+                   kernel=Path(record["kernel"]) if record.get("kernel") else None)
 
 
 @dataclass
 class OptimizeOutcome:
     run_id: int
-    result: LoopResult
+    result: LoopResult | StagedResult
 
 
 def start_run(store: Store, request: OptimizeRequest) -> int:
@@ -82,6 +97,8 @@ def resume_request(store: Store, run_id: int, eval_options: EvalOptions) -> Opti
     request = OptimizeRequest.from_record(run.settings, eval_options)
     if source_hash(request.problem.read_text()) != run.problem_hash:
         raise OptimizeError(f"the problem file {request.problem} changed since run {run_id} started")
+    if request.kernel and source_hash(request.kernel.read_text()) != run.settings.get("kernel_hash"):
+        raise OptimizeError(f"the starting kernel {request.kernel} changed since run {run_id} started")
     return request
 
 
@@ -104,10 +121,17 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool:
         evaluator = _file_evaluator(problem, options, Path(workdir), pool)
         profiler = _candidate_profiler(problem, options, Path(workdir), pool, store, on_event)
+        staged = request.pipeline == "staged"
+        loop_settings = replace(request.loop, rounds=0) if staged else request.loop  # staged: a first kernel only
         loop = KForgeLoop(generator=generator, analyst=analyst, evaluate=evaluator, profile=profiler,
-                          store=store, run_id=run_id, settings=request.loop, on_event=on_event)
+                          store=store, run_id=run_id, settings=loop_settings, on_event=on_event)
         try:
-            result = loop.run()
+            if staged:
+                pipeline = _staged_pipeline(request, problem, recording, evaluator, profiler, store, run_id, loop,
+                                            on_event)
+                result: LoopResult | StagedResult = pipeline.run(request.kernel.read_text() if request.kernel else None)
+            else:
+                result = loop.run()
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -115,6 +139,21 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
         finally:
             store.finish_run(run_id, status)  # type: ignore[arg-type]
     return OptimizeOutcome(run_id, result)
+
+
+def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: RecordingChatModel,
+                     evaluator: Callable[[str], Verdict], profiler: Callable[[AttemptRecord], ProfileView],
+                     store: Store, run_id: int, loop: KForgeLoop, on_event: LoopEvent | None) -> StagedPipeline:
+    target = Target(request.platform, request.language)
+    agents = StagedAgents(
+        analyzer=AnalyzerAgent(chat, target, problem.source, request.send_images, temperature=request.temperature),
+        planner=PlannerAgent(chat, target, temperature=request.temperature),
+        writer=StageWriter(chat, target, problem.source, request.max_output_tokens, request.temperature))
+    device = get_platform(request.platform).describe().get("device")
+    knowledge = KnowledgeAccess.load(request.platform, request.language, device, problem.source,
+                                     request.staged.knowledge_tokens)
+    return StagedPipeline(agents=agents, knowledge=knowledge, evaluate=evaluator, profile=profiler, store=store,
+                          run_id=run_id, settings=request.staged, functional_pass=loop.run, on_event=on_event)
 
 
 def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path,

@@ -21,6 +21,8 @@ from kforge.store.records import (
     RunCosts,
     RunStatus,
     ScoredAttempt,
+    StageStatus,
+    StageStep,
     text_hash,
 )
 from kforge.store.schema import SCHEMA_VERSION
@@ -35,6 +37,8 @@ __all__ = [
     "RunCosts",
     "RunStatus",
     "ScoredAttempt",
+    "StageStatus",
+    "StageStep",
     "Store",
     "StoreError",
     "default_db_path",

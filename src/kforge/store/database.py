@@ -27,9 +27,11 @@ from kforge.store.records import (
     RunCosts,
     RunStatus,
     ScoredAttempt,
+    StageStatus,
+    StageStep,
     text_hash,
 )
-from kforge.store.rows import attempt_from, evaluation_from, llm_call_from, profile_from, run_from
+from kforge.store.rows import attempt_from, evaluation_from, llm_call_from, profile_from, run_from, stage_step_from
 from kforge.store.schema import migrate, schema_version
 
 # A run's settings are stored for later inspection; a key that looks like a credential is dropped so a
@@ -154,11 +156,12 @@ class Store:
         made_by: str,
         round: int = 0,
         parent_attempt_id: int | None = None,
+        stage: str | None = None,
     ) -> Attempt:
         """Record a candidate as soon as it exists, before it is evaluated."""
         row_id = self._insert(
             "INSERT INTO attempts (run_id, parent_attempt_id, made_by, round, source, language, platform,"
-            " source_hash, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " source_hash, created, stage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id,
                 parent_attempt_id,
@@ -169,6 +172,7 @@ class Store:
                 platform,
                 text_hash(source),
                 _now(),
+                stage,
             ),
         )
         return attempt_from(self._row("attempts", row_id))
@@ -243,6 +247,32 @@ class Store:
         evaluation = evaluation_from(row)
         attempt = attempt_from(self._row("attempts", evaluation.attempt_id))
         return ScoredAttempt(attempt=attempt, evaluation=evaluation)
+
+    # stages of the staged pipeline
+
+    def record_stage(
+        self,
+        run_id: int,
+        *,
+        position: int,
+        stage: str,
+        input_attempt_id: int | None,
+        output_attempt_id: int | None,
+        status: StageStatus,
+        detail: Mapping[str, Any] | None = None,
+    ) -> StageStep:
+        """Record how the stage at `position` ended; a resumed run that reaches it again replaces the row."""
+        row_id = self._insert(
+            "INSERT OR REPLACE INTO stages (run_id, position, stage, input_attempt_id, output_attempt_id, status,"
+            " detail_json, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, position, stage, input_attempt_id, output_attempt_id, status, _json(detail or {}), _now()),
+        )
+        return stage_step_from(self._row("stages", row_id))
+
+    def stages_of(self, run_id: int) -> list[StageStep]:
+        """A staged run's stages in the order they ran."""
+        rows = self._all("SELECT * FROM stages WHERE run_id = ? ORDER BY position", (run_id,))
+        return [stage_step_from(r) for r in rows]
 
     # LLM calls
 

@@ -44,6 +44,7 @@ class Attempt:
     platform: str
     source_hash: str
     created: datetime
+    stage: str | None = None  # the staged pipeline's stage it was made for; None elsewhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,24 @@ class Profile:
     kind: str
     data: dict[str, Any]
     png: bytes | None
+    created: datetime
+
+
+StageStatus = Literal["accepted", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageStep:
+    """One stage as the staged pipeline ran it: its input kernel, its accepted output (if any), its details."""
+
+    id: int
+    run_id: int
+    position: int
+    stage: str
+    input_attempt_id: int | None
+    output_attempt_id: int | None
+    status: StageStatus
+    detail: dict[str, Any]
     created: datetime
 
 

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from datetime import datetime
 
-from kforge.store.records import Attempt, Evaluation, LLMCall, Profile, Run
+from kforge.store.records import Attempt, Evaluation, LLMCall, Profile, Run, StageStep
 
 
 def _time(text: str) -> datetime:
@@ -42,6 +42,7 @@ def attempt_from(r: sqlite3.Row) -> Attempt:
         platform=r["platform"],
         source_hash=r["source_hash"],
         created=_time(r["created"]),
+        stage=r["stage"],
     )
 
 
@@ -84,5 +85,19 @@ def profile_from(r: sqlite3.Row) -> Profile:
         kind=r["kind"],
         data=json.loads(r["data_json"]),
         png=r["png"],
+        created=_time(r["created"]),
+    )
+
+
+def stage_step_from(r: sqlite3.Row) -> StageStep:
+    return StageStep(
+        id=r["id"],
+        run_id=r["run_id"],
+        position=r["position"],
+        stage=r["stage"],
+        input_attempt_id=r["input_attempt_id"],
+        output_attempt_id=r["output_attempt_id"],
+        status=r["status"],
+        detail=json.loads(r["detail_json"]),
         created=_time(r["created"]),
     )

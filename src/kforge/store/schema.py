@@ -83,6 +83,22 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN finished TEXT;
     CREATE INDEX llm_calls_by_hash ON llm_calls(request_hash, cache_hit, id);
     """,
+    # 3: the staged pipeline: the stage an attempt was made for, and one row per stage run (the trial tree).
+    """
+    ALTER TABLE attempts ADD COLUMN stage TEXT;
+    CREATE TABLE stages (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        stage TEXT NOT NULL,
+        input_attempt_id INTEGER REFERENCES attempts(id) ON DELETE SET NULL,
+        output_attempt_id INTEGER REFERENCES attempts(id) ON DELETE SET NULL,
+        status TEXT NOT NULL CHECK (status IN ('accepted', 'skipped')),
+        detail_json TEXT NOT NULL DEFAULT '{}',
+        created TEXT NOT NULL,
+        UNIQUE (run_id, position)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

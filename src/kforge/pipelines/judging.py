@@ -1,0 +1,131 @@
+"""Attempts as a pipeline sees them: recorded in the store the moment they exist, judged once.
+
+Shared by the KForge loop and the staged pipeline. A resumed run finds an attempt by its source and reuses
+the verdict the store holds instead of evaluating it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kforge.agents.feedback import AttemptOutcome, generation_feedback, verdict_feedback
+from kforge.agents.generator import Phase, Proposal
+from kforge.agents.targets import Target
+from kforge.store import Attempt, Store, text_hash
+from kforge.verify.verdict import Verdict
+
+Evaluator = Callable[[str], Verdict]
+
+# The outcome stored for a candidate the knowledge base rejected before any hardware run.
+KB_REJECTED = "rejected_by_knowledge_base"
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt as the pipeline saw it."""
+
+    attempt_id: int
+    phase: Phase
+    round: int
+    outcome: AttemptOutcome
+    source: str
+    verdict: Verdict | None
+    note: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    cached_llm: bool = False
+    stage: str | None = None
+
+    @property
+    def runtime_ms(self) -> float | None:
+        return self.verdict.runtime_ms if self.verdict else None
+
+
+def usage_of(proposal: Proposal) -> dict[str, Any]:
+    """The tokens and cost of the call behind a proposal, as stored with its attempt's evaluation."""
+    usage = proposal.completion.usage
+    return {"prompt_tokens": usage.prompt_tokens if usage else 0,
+            "completion_tokens": usage.completion_tokens if usage else 0,
+            "cost_usd": proposal.completion.cost_usd, "cached_llm": proposal.completion.cached}
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where an attempt sits: its phase, round, parent, stage, and who made it."""
+
+    phase: Phase
+    round: int
+    parent: int | None
+    made_by: str
+    stage: str | None = None
+
+
+class AttemptJudge:
+    def __init__(self, store: Store, run_id: int, target: Target, evaluate: Evaluator,
+                 say: Callable[[str], None], on_record: Callable[[AttemptRecord], None]) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.target = target
+        self.evaluate = evaluate
+        self.say = say
+        self.on_record = on_record
+
+    def proposal(self, proposal: Proposal, where: Lineage) -> AttemptRecord:
+        """Judge a proposal: a reply without usable code is a generation failure, code goes to the harness."""
+        if proposal.source is None:
+            return self.unusable(proposal, where)
+        return self.judge(proposal.source, where, usage_of(proposal))
+
+    def unusable(self, proposal: Proposal, where: Lineage) -> AttemptRecord:
+        note = generation_feedback(proposal.problem or "no code")
+        return self._without_hardware(proposal.completion.text, where, AttemptOutcome.GENERATION_FAILURE,
+                                      {"verdict": AttemptOutcome.GENERATION_FAILURE.value, "reason": note},
+                                      note, usage_of(proposal))
+
+    def reject(self, source: str, where: Lineage, note: str, details: dict[str, Any],
+               tokens: dict[str, Any]) -> AttemptRecord:
+        """A candidate the knowledge base rejected: recorded with its reasons, never run."""
+        return self._without_hardware(source, where, AttemptOutcome.REJECTED,
+                                      {"verdict": KB_REJECTED, "reason": note, **details}, note, tokens)
+
+    def judge(self, source: str, where: Lineage, tokens: dict[str, Any] | None = None) -> AttemptRecord:
+        attempt = self._attempt(source, where)
+        stored = self.store.evaluation_of(attempt.id)
+        if stored is not None and "platform" in stored.verdict:
+            verdict = Verdict.model_validate({k: v for k, v in stored.verdict.items()
+                                              if k not in ("correct", "llm_usage")})
+        else:
+            self.say(f"evaluating attempt {attempt.id}")
+            verdict = self.evaluate(source)
+            self.store.record_evaluation(attempt.id, {**verdict.to_json_dict(), "llm_usage": tokens or {}})
+        outcome = AttemptOutcome.of(verdict)
+        note = "" if outcome == AttemptOutcome.CORRECT else verdict_feedback(verdict)
+        return self._report(AttemptRecord(attempt.id, where.phase, where.round, outcome, source, verdict, note,
+                                          **(tokens or {}), stage=where.stage))
+
+    def _without_hardware(self, source: str, where: Lineage, outcome: AttemptOutcome, evaluation: dict[str, Any],
+                          note: str, tokens: dict[str, Any]) -> AttemptRecord:
+        attempt = self._attempt(source, where)
+        if self.store.evaluation_of(attempt.id) is None:
+            self.store.record_evaluation(attempt.id, {**evaluation, "llm_usage": tokens})
+        kept = source if outcome != AttemptOutcome.GENERATION_FAILURE else ""
+        return self._report(AttemptRecord(attempt.id, where.phase, where.round, outcome, kept, None, note,
+                                          **tokens, stage=where.stage))
+
+    def _attempt(self, source: str, where: Lineage) -> Attempt:
+        existing = self.store.find_attempt(self.run_id, text_hash(source))
+        if existing is not None:
+            return existing
+        return self.store.record_attempt(self.run_id, source=source, language=self.target.language,
+                                         platform=self.target.platform, made_by=f"{where.made_by}:{where.phase}",
+                                         round=where.round, parent_attempt_id=where.parent, stage=where.stage)
+
+    def _report(self, record: AttemptRecord) -> AttemptRecord:
+        self.on_record(record)
+        runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
+        stage = f" {record.stage}" if record.stage else ""
+        self.say(f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}")
+        return record
