@@ -1,0 +1,426 @@
+"""The Triton backend: an IR program rendered as standalone Triton solutions, one per tunable configuration.
+
+What it emits (templates under `kforge/data/engine/triton/`):
+
+- no heavy op: one fused kernel for the whole epilogue. Pointwise chains use `pointwise.py.j2` (any
+  broadcasting, any shape: the output is tiled as rows x last dim); a chain with one reduction or row
+  normalization (sum, mean, amax, amin, logsumexp, softmax, log_softmax, layer_norm over the last or a middle
+  dim) uses `rows.py.j2`: the pointwise work before the reduction is done while loading its tiles, the work
+  after it while storing;
+- `linear` or a 2-D `matmul` followed by pointwise work: a generated GEMM (`gemm.py.j2`: tiled `tl.dot`,
+  masked edges, grouped tile order) with bias and the pointwise chain applied to the accumulator before its
+  one store; and, for the vendor-GEMM policy, the vendor's GEMM followed by one fused kernel as above;
+- any other heavy op (convolution, batched matmul) or a heavy op followed by a reduction: the vendor's op
+  followed by one fused kernel.
+
+Work the IR marks as Python-side stays in the generated `forward`: views and slices of inputs, parameters
+and the heavy output (no data moves), and scalars computed from run-time sizes (`math.log(n)`). Parameters
+are read from the reference's own modules (`kforge.engine.construct`). Tunables (block sizes, warps, stages,
+the GEMM's float32 precision) are baked into each variant's source; `kforge.engine.tune` picks among them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+
+from kforge.engine.construct import param_expression, reference_source
+from kforge.engine.ir import POINTWISE_OPS, REDUCE_OPS, ROW_OPS, Arg, Node, Program, TensorSpec
+from kforge.engine.triton_emit import Unsupported, kernel_expression, literal, python_expression, var
+
+__all__ = ["Limits", "Unsupported", "variants"]
+
+Config = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Which kinds of variant to offer, and how many at most."""
+
+    vendor_gemm: bool = False  # offer the vendor's GEMM/convolution (only under the vendor-GEMM policy)
+    generated_gemm: bool = True
+    max_variants: int = 24
+
+
+# ---- tunables ------------------------------------------------------------------------------------------------
+# Each list starts with a configuration that is good on most shapes: the tuner judges the first one first.
+_POINTWISE = [{"TILE": tile, "BLOCK_COLS": cols, "num_warps": warps}
+              for tile, cols, warps in [(2048, 1024, 4), (1024, 1024, 4), (4096, 1024, 8), (4096, 256, 4),
+                                        (8192, 2048, 8), (1024, 128, 2)]]
+_ROWS = [{"TILE": tile, "BLOCK_R": block, "num_warps": warps}
+         for tile, block, warps in [(4096, 1024, 4), (2048, 512, 4), (8192, 4096, 8), (4096, 4096, 8),
+                                    (1024, 256, 2), (16384, 8192, 16), (4096, 128, 4)]]
+_GEMM_TILES = [(64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3),
+               (32, 64, 32, 4, 4), (64, 32, 64, 4, 4), (128, 128, 64, 8, 2), (32, 32, 32, 2, 2)]
+# float32 products: full precision on the FMA units, or three TF32 tensor-core products (about float32 accuracy).
+_GEMM_PRECISIONS = ("ieee", "tf32x3")
+
+
+def variants(program: Program, problem_source: str, limits: Limits | None = None) -> list[tuple[Config, str]]:
+    """Every (configuration, source) this backend offers for `program`, the default first.
+
+    `problem_source` is the problem file's text: the generated `ModelNew` rebuilds the reference's modules
+    from it to hold the same parameters. Raises Unsupported with a one-line reason when nothing can be emitted.
+    """
+    limits = limits or Limits()
+    lowering = _Lowering(program, reference_source(problem_source))
+    found: list[tuple[Config, str]] = []
+    for config, render in lowering.offers(limits):
+        found.append((config, render()))
+        if len(found) >= limits.max_variants:
+            break
+    if not found:
+        raise Unsupported("the Triton backend offers no variant here (a heavy op needs --allow-vendor-gemm)")
+    return found
+
+
+# ---- lowering ------------------------------------------------------------------------------------------------
+@dataclass
+class _Leaf:
+    """A tensor a kernel reads: its value name, Python expression, and how the kernel indexes it."""
+
+    name: str
+    python: str
+    mode: str = "full"  # full | row (varies along the reduced dim only) | col (along a GEMM's N only) | scalar
+    prepare: str = ""  # the expression passed to the kernel
+
+    @property
+    def arg(self) -> str:
+        return "p_" + var(self.name)[2:]
+
+    @property
+    def var(self) -> str:
+        return var(self.name)
+
+
+@dataclass
+class _Split:
+    """The epilogue divided between the generated forward (Python) and the kernel (compute)."""
+
+    prelude: list[str] = field(default_factory=list)
+    python: dict[str, str] = field(default_factory=dict)  # value name -> Python expression (tensors)
+    scalars: dict[str, str] = field(default_factory=dict)  # value name -> Python variable (floats)
+    compute: list[Node] = field(default_factory=list)
+    alias: dict[str, str] = field(default_factory=dict)  # a same-shape view of a compute value -> that value
+
+
+class _Lowering:
+    def __init__(self, program: Program, reference: str) -> None:
+        if program.prepared:
+            raise Unsupported("the Triton backend does not lower prepared values yet")
+        if len(program.outputs) != 1:
+            raise Unsupported(f"the Triton backend lowers one output, not {len(program.outputs)}")
+        self.program = program
+        self.reference = reference
+        self.arguments = {spec.name: "in_" + var(spec.name)[2:] for spec in program.inputs}
+        self.output = program.spec(program.outputs[0])
+        self.env = jinja2.Environment(loader=jinja2.PackageLoader("kforge", "data/engine/triton"),
+                                      undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                      trim_blocks=True, lstrip_blocks=True, autoescape=False)
+
+    # ---- what is offered -------------------------------------------------------------------------------------
+    def offers(self, limits: Limits) -> Iterator[tuple[Config, Any]]:
+        heavy = self.program.heavy
+        if heavy is None:
+            yield from self.fused_offers(self.split(heavy_python=None), {})
+            return
+        gemm = heavy.op == "linear" or (heavy.op == "matmul" and len(heavy.shape) == 2
+                                         and len(self.program.shape(str(heavy.args[0]))) == 2)
+        if gemm and limits.generated_gemm:
+            split = self.split(heavy_python=None)
+            if all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
+                yield from self.gemm_offers(split)
+        if limits.vendor_gemm:
+            yield from self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
+
+    def fused_offers(self, split: _Split, tag: Config) -> Iterator[tuple[Config, Any]]:
+        reductions = [node for node in split.compute if node.op in REDUCE_OPS + ROW_OPS]
+        if not split.compute:
+            yield {**tag}, lambda: self.render_python_only(split)
+        elif len(reductions) > 1:
+            raise Unsupported("the Triton backend fuses at most one reduction per kernel")
+        elif reductions:
+            for config in _ROWS:
+                yield {**tag, **config}, lambda config=config: self.render_rows(split, reductions[0], config)
+        else:
+            for config in _POINTWISE:
+                yield {**tag, **config}, lambda config=config: self.render_pointwise(split, config)
+
+    def gemm_offers(self, split: _Split) -> Iterator[tuple[Config, Any]]:
+        float32 = self.output.dtype == "float32"
+        precisions: Iterable[str | None] = _GEMM_PRECISIONS if float32 else (None,)
+        for precision, (bm, bn, bk, warps, stages) in itertools.product(precisions, _GEMM_TILES):
+            config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
+                      "num_stages": stages, "precision": precision or "default"}
+            yield config, lambda config=config, precision=precision: self.render_gemm(split, config, precision)
+
+    # ---- the Python side -------------------------------------------------------------------------------------
+    def split(self, heavy_python: str | None) -> _Split:
+        """Divide the nodes; with `heavy_python`, the heavy op is a vendor call made in the forward."""
+        split = _Split()
+        for spec in self.program.inputs:
+            split.python[spec.name] = self.arguments[spec.name]
+        for spec in self.program.params:
+            split.python[spec.name] = param_expression(spec.name)
+        heavy = self.program.heavy
+        if heavy is not None and heavy_python is not None:
+            self.bind(split, heavy.name, heavy_python.format(*(split.python[str(a)] for a in heavy.value_args)))
+        elif heavy is not None:
+            split.compute.append(heavy)
+        for node in self.program.nodes:
+            self.place(split, node)
+        return split
+
+    def bind(self, split: _Split, name: str, expression: str) -> None:
+        local = "t_" + var(name)[2:]
+        split.prelude.append(f"{local} = {expression}")
+        split.python[name] = local
+
+    def place(self, split: _Split, node: Node) -> None:
+        args = node.value_args
+        python_side = all(arg in split.python or arg in split.scalars for arg in args)
+        if node.op == "size" or (node.shape == () and python_side and node.op in POINTWISE_OPS):
+            local = "s_" + var(node.name)[2:]
+            split.prelude.append(f"{local} = {python_expression(node, lambda a: self.python_operand(split, a))}")
+            split.scalars[node.name] = local
+        elif node.op in ("view", "slice") and args[0] in split.python:
+            self.bind(split, node.name, self.view_expression(split, node))
+        elif node.op in ("view", "slice"):
+            if node.shape != self.program.shape(args[0]):
+                raise Unsupported(f"the Triton backend cannot reshape a computed value (node {node.name!r})")
+            split.alias[node.name] = split.alias.get(args[0], args[0])
+        else:
+            split.compute.append(node)
+
+    def python_operand(self, split: _Split, arg: Arg) -> str:
+        if not isinstance(arg, str):
+            return literal(arg)
+        return split.scalars.get(arg) or split.python[arg]
+
+    def view_expression(self, split: _Split, node: Node) -> str:
+        source = split.python[str(node.args[0])]
+        if node.op == "view":
+            spec = self.program.spec(str(node.args[0]))
+            if not all(spec.is_static(d) for d in range(len(spec.shape))):
+                raise Unsupported(f"the Triton backend cannot view a value whose sizes vary (node {node.name!r})")
+            return f"{source}.reshape({tuple(node.shape)})"
+        stop = (f"int({split.scalars[str(node.args[1])]})" if len(node.args) > 1 else
+                ("" if node.attr("stop") is None else str(node.attr("stop"))))
+        step = node.attr("step", 1)
+        start = node.attr("start", 0) or ""
+        index = ":, " * int(node.attr("dim")) + f"{start}:{stop}" + (f":{step}" if step != 1 else "")
+        return f"{source}[{index}]"
+
+    def vendor_call(self, heavy: Node) -> str:
+        if heavy.op == "linear":
+            return "F.linear(" + ", ".join(f"{{{i}}}" for i in range(len(heavy.value_args))) + ")"
+        if heavy.op in ("matmul", "bmm"):
+            return f"torch.{heavy.op}({{0}}, {{1}})"
+        options = ", ".join(f"{key}={heavy.attr(key)!r}" for key in ("stride", "padding", "dilation", "groups")
+                            if heavy.attr(key) is not None)
+        operands = ", ".join(f"{{{i}}}" for i in range(len(heavy.value_args)))
+        return f"F.{heavy.op}({operands}, {options})"
+
+    # ---- rendering -------------------------------------------------------------------------------------------
+    def resolve(self, split: _Split, name: str) -> str:
+        return split.alias.get(name, name)
+
+    def leaves_of(self, split: _Split, nodes: Iterable[Node]) -> list[_Leaf]:
+        leaves: dict[str, _Leaf] = {}
+        for node in nodes:
+            for arg in node.value_args:
+                arg = self.resolve(split, arg)
+                if arg in split.python and arg not in leaves:
+                    leaves[arg] = _Leaf(arg, split.python[arg])
+        return list(leaves.values())
+
+    def operand(self, split: _Split, overrides: Mapping[str, str] | None = None) -> Any:
+        def spell(arg: Arg) -> str:
+            if not isinstance(arg, str):
+                return literal(arg)
+            arg = self.resolve(split, arg)
+            if overrides and arg in overrides:
+                return overrides[arg]
+            return split.scalars.get(arg) or var(arg)
+        return spell
+
+    def body(self, split: _Split, nodes: Iterable[Node]) -> list[str]:
+        spell = self.operand(split)
+        return [f"{var(node.name)} = {kernel_expression(node, spell)}" for node in nodes]
+
+    def scalars_of(self, split: _Split, nodes: Iterable[Node]) -> list[str]:
+        used = {self.resolve(split, arg) for node in nodes for arg in node.value_args}
+        return [local for name, local in split.scalars.items() if name in used]
+
+    def common(self, split: _Split, config: Config, doc: str) -> dict[str, Any]:
+        return {"doc": doc, "config_text": ", ".join(f"{k}={v}" for k, v in config.items()) or "none",
+                "reference": self.reference.rstrip(), "prelude": split.prelude, "config": config,
+                "arguments": ", ".join(self.arguments.values()), "kernel": "_fused",
+                "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name))}
+
+    def render_python_only(self, split: _Split) -> str:
+        source = self.env.get_template("_module.py.j2").render(
+            **self.common(split, {}, "The vendor's operator; every operation after it is a view."))
+        return source.rstrip() + f"\n        return {split.python[self.resolve(split, self.output.name)]}\n"
+
+    def render_pointwise(self, split: _Split, config: Config) -> str:
+        leaves = self.leaves_of(split, split.compute)
+        if not leaves:
+            raise Unsupported("the Triton backend needs at least one tensor operand")
+        return self.env.get_template("pointwise.py.j2").render(
+            **self.common(split, config, "A fused pointwise kernel: every operation in one pass over the output."),
+            leaves=leaves, body=self.body(split, split.compute), scalars=self.scalars_of(split, split.compute))
+
+    def render_rows(self, split: _Split, red: Node, config: Config) -> str:
+        return _RowsPlan(self, split, red).render(config)
+
+    def render_gemm(self, split: _Split, config: Config, precision: str | None) -> str:
+        heavy = self.program.heavy
+        assert heavy is not None
+        epilogue = [node for node in split.compute if node is not heavy]
+        leaves = self.leaves_of(split, epilogue)
+        columns = heavy.shape[-1]
+        for leaf in leaves:
+            leaf.mode = _broadcast_mode(self.program.spec(leaf.name), heavy.shape, len(heavy.shape) - 1,
+                                        self.program.params)
+            if leaf.mode == "row":
+                leaf.mode = "col"
+            if leaf.mode == "col" and self.program.shape(leaf.name)[-1:] != (columns,):
+                leaf.mode = "full"
+        loads = [_gemm_load(leaf) for leaf in leaves]
+        args = [split.python[str(a)] for a in heavy.value_args]
+        return self.env.get_template("gemm.py.j2").render(
+            **self.common(split, config, f"A generated GEMM ({heavy.op}) with its epilogue applied to the "
+                                         "accumulator before the one store."),
+            leaves=leaves, body=loads + self.body(split, epilogue), scalars=self.scalars_of(split, epilogue),
+            op=heavy.op, a_python=args[0], b_python=args[1], has_bias=len(args) > 2,
+            bias_python=args[2] if len(args) > 2 else "", heavy=var(heavy.name),
+            precision=precision)
+
+
+class _RowsPlan:
+    """One reduction with the pointwise work before it (on its tiles) and after it (on its output)."""
+
+    def __init__(self, lowering: _Lowering, split: _Split, red: Node) -> None:
+        self.lowering = lowering
+        self.split = split
+        self.red = red
+        program = lowering.program
+        source = lowering.resolve(split, str(red.args[0]))
+        self.shape = program.shape(source)
+        self.dim = int(red.attr("dim"))
+        self.from_end = len(self.shape) - 1 - self.dim
+        before = _ancestors(split, source)
+        self.pre = [node for node in split.compute if node.name in before]
+        self.post = [node for node in split.compute if node.name not in before and node is not red]
+        self.full = lowering.output.shape == self.shape and len(self.shape) > 0
+        if not self.full and lowering.output.shape != red.shape:
+            raise Unsupported("the Triton backend cannot broadcast a reduction's result to a new shape")
+        self.source = source
+
+    def render(self, config: Config) -> str:
+        lowering, split, red = self.lowering, self.split, self.red
+        params = lowering.program.params
+        tile_leaves = lowering.leaves_of(split, [*self.pre, Node("_", "neg", (self.source,), ())])
+        extra = list(red.value_args[1:])  # layer_norm's weight and bias
+        known = {leaf.name for leaf in tile_leaves}
+        tile_leaves += [_Leaf(arg, split.python[arg]) for arg in extra if arg not in known]
+        for leaf in tile_leaves:
+            leaf.mode = _broadcast_mode(lowering.program.spec(leaf.name), self.shape, self.dim, params)
+            leaf.prepare = _prepare(leaf, "shape")
+        post_leaves = [leaf for leaf in lowering.leaves_of(split, self.post)
+                       if leaf.name not in {t.name for t in tile_leaves}]
+        for leaf in post_leaves:
+            if self.full:
+                leaf.mode = _broadcast_mode(lowering.program.spec(leaf.name), self.shape, self.dim, params)
+            else:
+                leaf.mode = "scalar" if _is_scalar(lowering.program.spec(leaf.name), params) else "full"
+            leaf.prepare = _prepare(leaf, "shape" if self.full else "out_shape")
+        tile_lines = [_rows_load(leaf, full=True) for leaf in tile_leaves] + lowering.body(split, self.pre)
+        post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
+        weight = var(extra[0]) if len(extra) > 0 else ""
+        bias = var(extra[1]) if len(extra) > 1 else ""
+        stat = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "layer_norm": "moments"}.get(red.op, "lse")
+        tile_names = {leaf.name for leaf in tile_leaves}
+        return lowering.env.get_template("rows.py.j2").render(
+            **lowering.common(split, config, f"A fused {red.op} over one dim, with the pointwise work before it "
+                                             "done on its input tiles and the work after it on its output."),
+            leaves=tile_leaves + post_leaves, tile_leaves=[leaf for leaf in tile_leaves if leaf.name in tile_names
+                                                           and leaf.name not in extra] or tile_leaves,
+            scalars=lowering.scalars_of(split, [*self.pre, *self.post, red]), last=self.from_end == 0,
+            from_end=self.from_end, full=self.full, keepdim=bool(red.attr("keepdim", False)), stat=stat,
+            mean=red.op in ("mean", "layer_norm"), red=var(red.name), red_op=red.op,
+            x=var(self.source), tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
+            eps=literal(red.attr("eps", 1e-5)))
+
+
+def _ancestors(split: _Split, name: str) -> set[str]:
+    """`name` and every compute value it depends on."""
+    by_name = {node.name: node for node in split.compute}
+    found: set[str] = set()
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        current = split.alias.get(current, current)
+        if current in found or current not in by_name:
+            continue
+        found.add(current)
+        stack.extend(by_name[current].value_args)
+    return found
+
+
+def _is_scalar(spec: TensorSpec | Node, params: tuple[TensorSpec, ...]) -> bool:
+    numel = 1
+    for size in spec.shape:
+        numel *= size
+    return numel == 1 and spec in params
+
+
+def _broadcast_mode(spec: TensorSpec | Node, shape: tuple[int, ...], dim: int, params: tuple[TensorSpec, ...]) -> str:
+    """How a kernel may index `spec` broadcast to `shape`: a scalar, a vector along `dim` only, or in full.
+
+    Only parameters (whose sizes never change) are given the cheap modes; anything else is made contiguous
+    in the full shape, which is always right.
+    """
+    if spec not in params:
+        return "full"
+    if _is_scalar(spec, params):
+        return "scalar"
+    aligned = (1,) * (len(shape) - len(spec.shape)) + tuple(spec.shape)
+    if len(aligned) == len(shape) and all(size == 1 for d, size in enumerate(aligned) if d != dim) \
+            and aligned[dim] == shape[dim]:
+        return "row"
+    return "full"
+
+
+def _prepare(leaf: _Leaf, shape: str) -> str:
+    if leaf.mode == "scalar":
+        return f"{leaf.python}.reshape(1)"
+    if leaf.mode in ("row", "col"):
+        return f"{leaf.python}.reshape(-1).contiguous()"
+    return f"{leaf.python}.expand({shape}).contiguous()"
+
+
+def _rows_load(leaf: _Leaf, full: bool) -> str:
+    if leaf.mode == "scalar":
+        return f"{leaf.var} = tl.load({leaf.arg}).to(tl.float32)"
+    if leaf.mode == "row":
+        return f"{leaf.var} = tl.load({leaf.arg} + r, mask=r < R, other=0.0).to(tl.float32)[None, :]"
+    if full:
+        return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
+    return f"{leaf.var} = tl.load({leaf.arg} + out_a, mask=a_mask, other=0.0).to(tl.float32)"
+
+
+def _gemm_load(leaf: _Leaf) -> str:
+    if leaf.mode == "scalar":
+        leaf.prepare = _prepare(leaf, "out_shape")
+        return f"{leaf.var} = tl.load({leaf.arg}).to(tl.float32)"
+    if leaf.mode == "col":
+        leaf.prepare = _prepare(leaf, "out_shape")
+        return f"{leaf.var} = tl.load({leaf.arg} + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]"
+    leaf.prepare = _prepare(leaf, "out_shape")
+    return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"

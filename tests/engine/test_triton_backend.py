@@ -1,0 +1,131 @@
+"""The Triton backend: each template kind, lowered from a hand-written IR program, judged by the real harness.
+
+The programs below are what capture makes of the small problems in tests/problems/engine (checked here
+against the references with the IR's own interpreter); their generated solutions run in Triton's CPU
+interpreter through `kforge.verify.evaluate`, on every input variant (odd sizes, other ranks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kforge.engine import ir
+from kforge.engine.ir import Node, Program, TensorSpec, make_attrs
+from kforge.engine.triton_backend import Limits, Unsupported, variants
+from kforge.problem import load_problem
+from kforge.verify.evaluate import evaluate
+from kforge.verify.policy import Policy
+from kforge.verify.verdict import Outcome
+from tests.conftest import PROBLEMS, fast_options
+
+pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
+
+FOLDER = PROBLEMS / "engine"
+
+
+def _n(name: str, op: str, args: tuple, result: tuple, **attrs: object) -> Node:
+    return Node(name, op, args, result, attrs=make_attrs(**attrs))
+
+
+def _x(shape: tuple, dynamic: tuple[bool, ...]) -> TensorSpec:
+    return TensorSpec("x", shape, static=tuple(not d for d in dynamic))
+
+
+def _unary_zoo() -> Program:
+    """The IR of tests/problems/engine/unary_zoo.py, its sums in the reference's (left to right) order."""
+    nodes: list[Node] = []
+
+    def node(op: str, *args: object, **attrs: object) -> str:
+        nodes.append(_n(f"t{len(nodes)}", op, args, (6, 30), **attrs))
+        return nodes[-1].name
+
+    def total(terms: list[str]) -> str:
+        result = terms[0]
+        for term in terms[1:]:
+            result = node("add", result, term)
+        return result
+
+    signed = total([
+        node("neg", "x"), node("abs", "x"), node("exp", node("mul", "x", 0.5)), node("sin", "x"), node("cos", "x"),
+        node("erf", "x"), node("sigmoid", "x"), node("tanh", "x"), node("relu", "x"), node("gelu", "x"),
+        node("gelu_tanh", "x"), node("silu", "x"), node("mish", "x"), node("softplus", "x", beta=2.0, threshold=5.0),
+        node("leaky_relu", "x", negative_slope=0.2), node("elu", "x", alpha=0.7), node("hardsigmoid", "x"),
+        node("hardswish", "x"), node("clamp", "x", min=-0.5, max=0.75), node("expm1", node("mul", "x", 0.1)),
+        node("mul", "x", "x"), node("maximum", "x", node("mul", "y", 0.5)), node("minimum", "x", node("neg", "y")),
+    ])
+    positive = total([
+        node("log", "y"), node("log1p", "y"), node("sqrt", "y"), node("rsqrt", "y"), node("reciprocal", "y"),
+        node("pow", "y", 1.7), node("mul", node("pow", "x", 3.0), 0.1), node("pow", "y", 0.5),
+        node("div", "y", node("add", node("mul", "x", "x"), 1.0)),
+    ])
+    out = node("add", signed, positive)
+    spec = [TensorSpec(name, (6, 30), static=(False, False)) for name in ("x", "y")]
+    return Program(inputs=tuple(spec), params=(), nodes=tuple(nodes), outputs=(out,))
+
+
+PROGRAMS: dict[str, Program] = {
+    "unary_zoo": _unary_zoo(),
+    "channel_gate": Program(
+        inputs=(_x((2, 6, 40), (True, False, True)),),
+        params=(TensorSpec("scale", (6,)), TensorSpec("shift", (6,))),
+        nodes=(_n("scale_v", "view", ("scale",), (1, 6, 1), shape=(1, 6, 1)),
+               _n("shift_v", "view", ("shift",), (1, 6, 1), shape=(1, 6, 1)),
+               _n("m", "mul", ("x", "scale_v"), (2, 6, 40)), _n("g", "sigmoid", ("m",), (2, 6, 40)),
+               _n("p", "mul", ("x", "g"), (2, 6, 40)), _n("out", "add", ("p", "shift_v"), (2, 6, 40))),
+        outputs=("out",)),
+    "scaled_softmax": Program(
+        inputs=(_x((12, 50), (True, True)),), params=(),
+        nodes=(_n("s", "mul", ("x", 1.5), (12, 50)), _n("out", "softmax", ("s",), (12, 50), dim=1)),
+        outputs=("out",)),
+    "seq_logmeanexp": Program(
+        inputs=(_x((3, 20, 24), (True, True, True)),), params=(),
+        nodes=(_n("n", "size", ("x",), (), dim=1), _n("logn", "log", ("n",), ()),
+               _n("b", "mul", (2.0, "x"), (3, 20, 24)),
+               _n("lse", "logsumexp", ("b",), (3, 24), dim=1, keepdim=False),
+               _n("c", "sub", ("lse", "logn"), (3, 24)), _n("out", "div", ("c", 2.0), (3, 24))),
+        outputs=("out",)),
+    "norm_relu": Program(
+        inputs=(_x((10, 200), (True, False)),),
+        params=(TensorSpec("weight", (200,)), TensorSpec("bias", (200,))),
+        nodes=(_n("ln", "layer_norm", ("x", "weight", "bias"), (10, 200), dim=1, eps=1e-5),
+               _n("r", "relu", ("ln",), (10, 200)), _n("out", "sub", ("r", 0.25), (10, 200))),
+        outputs=("out",)),
+    "linear_gelu": Program(
+        inputs=(_x((20, 40), (True, False)),),
+        params=(TensorSpec("linear.weight", (24, 40)), TensorSpec("linear.bias", (24,))),
+        heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (20, 24)),
+        nodes=(_n("g", "gelu_tanh", ("h",), (20, 24)), _n("out", "mul", ("g", 0.5), (20, 24))),
+        outputs=("out",)),
+}
+
+
+def _source(name: str) -> str:
+    return (FOLDER / f"{name}.py").read_text()
+
+
+def _judge(tmp_path: Path, name: str, source: str, policy: Policy | None = None) -> None:
+    path = tmp_path / f"{name}_solution.py"
+    path.write_text(source)
+    options = fast_options(language="triton", trials=1, **({"policy": policy} if policy else {}))
+    verdict = evaluate(FOLDER / f"{name}.py", path, options)
+    assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{source}"
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs_compute_what_their_references_compute(name: str) -> None:
+    problem = load_problem(FOLDER / f"{name}.py")
+    model = problem.make_model(0)
+    params = dict(model.named_parameters())
+    for inputs in problem.input_sets(0)[:1]:
+        [got] = ir.evaluate(PROGRAMS[name], inputs, params)
+        torch.testing.assert_close(got, model(*inputs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_default_variant_is_correct_in_the_interpreter(tmp_path: Path, name: str) -> None:
+    [(config, source), *_] = variants(PROGRAMS[name], _source(name))
+    assert "ModelNew" in source and "@triton.jit" in source
+    _judge(tmp_path, name, source)
