@@ -1,0 +1,518 @@
+"""Graph capture: the reference `Model.forward` traced with torch.fx and lowered to an `ir.Program`.
+
+The model is built from `get_init_inputs()` and traced symbolically (math functions of sizes are recorded,
+not evaluated); shapes come from running the graph on every input set the problem defines (`ShapeProp`), so
+each dim is marked static when all sets agree on it. Anything outside the IR raises `LoweringError`, whose
+message is the one line the user sees.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
+
+from kforge.engine import ir
+from kforge.problem import Problem
+
+
+class LoweringError(ValueError):
+    """The reference uses something the engine cannot lower; the message is one line for the user."""
+
+
+def cannot_lower(what: str) -> LoweringError:
+    return LoweringError(f"builtin engine: cannot lower aten.{what}; configure a model with --model")
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A lowered problem: the program and the reference model it was traced from."""
+
+    program: ir.Program
+    model: nn.Module = field(repr=False)
+
+
+def capture(problem: Problem, seed: int = 0) -> Captured:
+    """Trace and lower `problem`'s Model; LoweringError when it uses something the IR does not have."""
+    model = problem.make_model(seed)
+    try:
+        graph = torch.fx.symbolic_trace(model)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LoweringError(f"builtin engine: cannot trace Model.forward ({reason[:160]}); "
+                            "configure a model with --model") from None
+    shapes = _shapes_per_set(graph, problem, seed)
+    return Captured(_Lowerer(graph, model, shapes).lower(), model)
+
+
+def _shapes_per_set(graph: torch.fx.GraphModule, problem: Problem, seed: int) -> list[dict[str, Any]]:
+    """For each input set, every node's result (a tensor's meta, or a Python value) from one run of the graph."""
+    results = []
+    for inputs in problem.input_sets(seed):
+        values: dict[str, Any] = {}
+        interpreter = _Recorder(graph, values)
+        with torch.no_grad():
+            try:
+                interpreter.run(*inputs)
+            except LoweringError:
+                raise
+            except Exception as exc:
+                raise LoweringError(f"builtin engine: the traced graph does not run ({exc}); "
+                                    "configure a model with --model") from None
+        results.append(values)
+    return results
+
+
+class _Recorder(ShapeProp):
+    """ShapeProp that also keeps each node's plain value (sizes, tuples) and the meta of its tensors."""
+
+    def __init__(self, module: torch.fx.GraphModule, values: dict[str, Any]) -> None:
+        super().__init__(module)
+        self.values = values
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        result = super().run_node(n)
+        if isinstance(result, torch.Tensor):
+            self.values[n.name] = (tuple(result.shape), result.dtype)
+        elif isinstance(result, (int, float, torch.Size)) or (
+                isinstance(result, tuple) and not any(isinstance(r, torch.Tensor) for r in result)):
+            self.values[n.name] = result
+        else:
+            self.values[n.name] = None
+        return result
+
+
+_ACTIVATION_MODULES: dict[type[nn.Module], tuple[str, Callable[[nn.Module], dict[str, Any]]]] = {
+    nn.ReLU: ("relu", lambda m: {}),
+    nn.Sigmoid: ("sigmoid", lambda m: {}),
+    nn.Tanh: ("tanh", lambda m: {}),
+    nn.SiLU: ("silu", lambda m: {}),
+    nn.Mish: ("mish", lambda m: {}),
+    nn.Hardsigmoid: ("hardsigmoid", lambda m: {}),
+    nn.Hardswish: ("hardswish", lambda m: {}),
+    nn.Softplus: ("softplus", lambda m: {"beta": float(m.beta), "threshold": float(m.threshold)}),
+    nn.LeakyReLU: ("leaky_relu", lambda m: {"negative_slope": float(m.negative_slope)}),
+    nn.ELU: ("elu", lambda m: {"alpha": float(m.alpha)}),
+    nn.ReLU6: ("clamp", lambda m: {"min": 0.0, "max": 6.0}),
+    nn.Hardtanh: ("clamp", lambda m: {"min": float(m.min_val), "max": float(m.max_val)}),
+}
+
+_UNARY_FUNCTIONS: dict[Any, str] = {
+    operator.neg: "neg", torch.neg: "neg", torch.abs: "abs", operator.abs: "abs", torch.exp: "exp",
+    torch.log: "log", torch.log1p: "log1p", torch.expm1: "expm1", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt",
+    torch.reciprocal: "reciprocal", torch.square: "square", torch.sin: "sin", torch.cos: "cos", torch.erf: "erf",
+    torch.special.erf: "erf", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
+    torch.relu: "relu", F.relu: "relu", F.silu: "silu", F.mish: "mish", F.hardsigmoid: "hardsigmoid",
+    F.hardswish: "hardswish", math.log: "log", math.sqrt: "sqrt", math.exp: "exp",
+}
+_UNARY_METHODS = {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin",
+                  "cos", "erf", "sigmoid", "tanh", "relu"}
+_BINARY_FUNCTIONS: dict[Any, str] = {
+    operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
+    torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
+    torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
+}
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
+                   "minimum": "minimum", "pow": "pow"}
+_REFLECTED = {"radd": "add", "rsub": "sub", "rmul": "mul", "rdiv": "div", "rtruediv": "div"}
+_REDUCE_FUNCTIONS: dict[Any, str] = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
+                                     torch.logsumexp: "logsumexp"}
+_ROW_FUNCTIONS: dict[Any, str] = {torch.softmax: "softmax", F.softmax: "softmax", torch.log_softmax: "log_softmax",
+                                  F.log_softmax: "log_softmax"}
+_VIEW_METHODS = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "view_as", "reshape_as"}
+_VIEW_FUNCTIONS = {torch.reshape, torch.unsqueeze, torch.squeeze, torch.flatten}
+_IDENTITY_METHODS = {"contiguous", "clone", "detach"}
+_HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", operator.matmul: "matmul",
+                                    torch.mm: "matmul", torch.bmm: "bmm", F.conv1d: "conv1d", F.conv2d: "conv2d"}
+# Names the user sees for layers that have no lowering (the rest are named by their class).
+_MODULE_NAMES = {nn.BatchNorm1d: "batch_norm", nn.BatchNorm2d: "batch_norm", nn.Dropout: "dropout",
+                 nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm",
+                 nn.MaxPool1d: "max_pool1d", nn.MaxPool2d: "max_pool2d", nn.AvgPool2d: "avg_pool2d"}
+
+
+class _Lowerer:
+    """Walks the fx graph once, turning each node into IR values."""
+
+    def __init__(self, graph: torch.fx.GraphModule, model: nn.Module, shapes: list[dict[str, Any]]) -> None:
+        self.graph = graph
+        self.model = model
+        self.shapes = shapes
+        self.inputs: list[ir.TensorSpec] = []
+        self.params: dict[str, ir.TensorSpec] = {}
+        self.nodes: list[ir.Node] = []
+        self.heavy: ir.Node | None = None
+        self.env: dict[str, Any] = {}  # fx node name -> IR arg (a value name, a float) or a Python value
+
+    # ---- results --------------------------------------------------------------------------------------------
+    def lower(self) -> ir.Program:
+        outputs: tuple[str, ...] = ()
+        for node in self.graph.graph.nodes:
+            if node.op == "output":
+                outputs = self._outputs(node.args[0])
+            else:
+                self.env[node.name] = self._lower_node(node)
+        return ir.Program(inputs=tuple(self.inputs), params=tuple(self.params.values()), nodes=tuple(self.nodes),
+                          outputs=outputs, heavy=self.heavy)
+
+    def _outputs(self, result: Any) -> tuple[str, ...]:
+        items = result if isinstance(result, (tuple, list)) else (result,)
+        names = []
+        for item in items:
+            value = self.env.get(item.name) if isinstance(item, torch.fx.Node) else None
+            if not isinstance(value, str):
+                raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
+            names.append(value)
+        return tuple(names)
+
+    def _meta(self, name: str) -> tuple[ir.Shape, str, tuple[bool, ...]]:
+        main = self.shapes[0].get(name)
+        if not (isinstance(main, tuple) and len(main) == 2 and isinstance(main[1], torch.dtype)):
+            raise cannot_lower(f"{name} (not a tensor)")
+        shape = main[0]
+        static = tuple(all(len(s[name][0]) == len(shape) and s[name][0][d] == shape[d] for s in self.shapes)
+                       for d in range(len(shape)))
+        try:
+            return shape, ir.dtype_name(main[1]), static
+        except ir.IRError:
+            raise cannot_lower(f"{name} of dtype {main[1]}") from None
+
+    def _emit(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
+        shape, dtype, static = self._meta(fx_node.name)
+        node = ir.Node(fx_node.name, op, args, shape, dtype, ir.make_attrs(**attrs), static)
+        if op in ir.HEAVY_OPS:
+            if self.heavy is not None or self.nodes:
+                raise cannot_lower(f"{op} (only one GEMM or convolution, before the epilogue, is supported)")
+            self.heavy = node
+        else:
+            self.nodes.append(node)
+        return node.name
+
+    def _scalar(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
+        node = ir.Node(fx_node.name, op, args, (), "float64", ir.make_attrs(**attrs))
+        self.nodes.append(node)
+        return node.name
+
+    def _param(self, path: str) -> str:
+        if path not in self.params:
+            tensor = _attribute(self.model, path)
+            if not isinstance(tensor, torch.Tensor):
+                raise cannot_lower(f"{path} (not a tensor attribute)")
+            self.params[path] = ir.TensorSpec(path, tuple(tensor.shape), ir.dtype_name(tensor.dtype))
+        return path
+
+    def _arg(self, value: Any) -> Any:
+        """An fx argument as an IR arg: a value name, a float, or a Python value (dims, shapes, None)."""
+        if isinstance(value, torch.fx.Node):
+            return self.env[value.name]
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._arg(v) for v in value)
+        if isinstance(value, slice):
+            return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
+        return value
+
+    def _is_value(self, arg: Any) -> bool:
+        return isinstance(arg, str)
+
+    # ---- one fx node ----------------------------------------------------------------------------------------
+    def _lower_node(self, node: torch.fx.Node) -> Any:
+        if node.op == "placeholder":
+            shape, dtype, static = self._meta(node.name)
+            self.inputs.append(ir.TensorSpec(node.name, shape, dtype, static))
+            return node.name
+        if node.op == "get_attr":
+            return self._param(str(node.target))
+        if node.op == "call_module":
+            return self._module(node, self.model.get_submodule(str(node.target)))
+        args = [self._arg(a) for a in node.args]
+        kwargs = {k: self._arg(v) for k, v in node.kwargs.items()}
+        if node.op == "call_method":
+            return self._method(node, str(node.target), args, kwargs)
+        return self._function(node, node.target, args, kwargs)
+
+    def _module(self, node: torch.fx.Node, module: nn.Module) -> Any:
+        x = self._arg(node.args[0])
+        path = str(node.target)
+        if isinstance(module, nn.Linear):
+            operands = (x, self._param(f"{path}.weight"))
+            if module.bias is not None:
+                operands += (self._param(f"{path}.bias"),)
+            return self._emit(node, "linear", operands)
+        if isinstance(module, (nn.Conv1d, nn.Conv2d)):
+            if module.padding_mode != "zeros" or isinstance(module.padding, str):
+                raise cannot_lower(f"convolution (padding {module.padding!r}, mode {module.padding_mode})")
+            operands = (x, self._param(f"{path}.weight"))
+            if module.bias is not None:
+                operands += (self._param(f"{path}.bias"),)
+            op = "conv1d" if isinstance(module, nn.Conv1d) else "conv2d"
+            return self._emit(node, op, operands, stride=tuple(module.stride), padding=tuple(module.padding),
+                              dilation=tuple(module.dilation), groups=int(module.groups))
+        for kind, (op, attrs) in _ACTIVATION_MODULES.items():
+            if type(module) is kind:
+                return self._emit(node, op, (x,), **attrs(module))
+        if isinstance(module, nn.GELU):
+            return self._emit(node, "gelu_tanh" if module.approximate == "tanh" else "gelu", (x,))
+        if isinstance(module, (nn.Softmax, nn.LogSoftmax)):
+            op = "softmax" if isinstance(module, nn.Softmax) else "log_softmax"
+            return self._emit(node, op, (x,), dim=self._dim(node.args[0], module.dim))
+        if isinstance(module, nn.Identity) or (isinstance(module, nn.Dropout) and
+                                               (module.p == 0 or not module.training)):
+            return x
+        if isinstance(module, nn.LayerNorm):
+            weight = self._param(f"{path}.weight") if module.weight is not None else None
+            bias = self._param(f"{path}.bias") if module.bias is not None else None
+            return self._layer_norm(node, x, module.normalized_shape, weight, bias, module.eps)
+        raise cannot_lower(_MODULE_NAMES.get(type(module), type(module).__name__.lower()))
+
+    def _layer_norm(self, node: torch.fx.Node, x: Any, normalized: Any, weight: Any, bias: Any, eps: float) -> str:
+        if len(tuple(normalized)) != 1:
+            raise cannot_lower("layer_norm (over more than one dim)")
+        operands: tuple[ir.Arg, ...] = (x,)
+        if weight is not None:
+            operands += (weight,) if bias is None else (weight, bias)
+        elif bias is not None:
+            raise cannot_lower("layer_norm (bias without weight)")
+        shape, _, _ = self._meta(node.name)
+        return self._emit(node, "layer_norm", operands, dim=len(shape) - 1, eps=float(eps))
+
+    def _dim(self, source: Any, dim: Any) -> int:
+        if isinstance(dim, (list, tuple)):
+            if len(dim) != 1:
+                raise cannot_lower("reduction over several dims")
+            dim = dim[0]
+        if not isinstance(dim, int):
+            raise cannot_lower("reduction over all dims")
+        rank = len(self._meta(source.name)[0]) if isinstance(source, torch.fx.Node) else 0
+        return dim % rank if rank else dim
+
+    def _method(self, node: torch.fx.Node, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        x = args[0]
+        if name in _IDENTITY_METHODS:
+            return x
+        if name == "size":
+            return self._size(node, x, args[1] if len(args) > 1 else kwargs.get("dim"))
+        if name in _UNARY_METHODS:
+            return self._unary(node, name, x)
+        if name in _BINARY_METHODS:
+            return self._binary(node, _BINARY_METHODS[name], x, args[1] if len(args) > 1 else kwargs["other"])
+        if name in ("sum", "mean", "amax", "amin", "logsumexp", "max", "min"):
+            return self._reduce(node, name, x, args[1:], kwargs)
+        if name in ("softmax", "log_softmax"):
+            return self._emit(node, name, (x,), dim=self._dim(node.args[0], args[1] if len(args) > 1
+                                                              else kwargs["dim"]))
+        if name in ("clamp", "clip"):
+            return self._clamp(node, x, *args[1:], **kwargs)
+        if name in _VIEW_METHODS:
+            return self._view(node, x)
+        raise cannot_lower(name)
+
+    def _function(self, node: torch.fx.Node, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if target is getattr and args[1] == "shape":
+            return ("shape", args[0])
+        if target is operator.getitem:
+            return self._getitem(node, args[0], args[1])
+        if target in _HEAVY_FUNCTIONS:
+            return self._heavy_function(node, _HEAVY_FUNCTIONS[target], args, kwargs)
+        if target in _UNARY_FUNCTIONS:
+            return self._unary(node, _UNARY_FUNCTIONS[target], args[0])
+        if target in _BINARY_FUNCTIONS:
+            if target is torch.div and kwargs.get("rounding_mode"):
+                raise cannot_lower("div (with rounding)")
+            if kwargs.get("alpha", 1) != 1:
+                raise cannot_lower(f"{_BINARY_FUNCTIONS[target]} (with alpha)")
+            other = args[1] if len(args) > 1 else kwargs["other"]
+            return self._binary(node, _BINARY_FUNCTIONS[target], args[0], other)
+        if target in (torch.max, torch.min):
+            if len(args) > 1 and isinstance(args[1], str):
+                return self._binary(node, "maximum" if target is torch.max else "minimum", args[0], args[1])
+            return self._reduce(node, target.__name__, args[0], args[1:], kwargs)
+        if target in _REDUCE_FUNCTIONS:
+            return self._reduce(node, _REDUCE_FUNCTIONS[target], args[0], args[1:], kwargs)
+        if target in _ROW_FUNCTIONS:
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            return self._emit(node, _ROW_FUNCTIONS[target], (args[0],), dim=self._dim(node.args[0], dim))
+        if target in (torch.clamp, torch.clip, F.hardtanh, F.relu6):
+            if target is F.relu6:
+                return self._clamp(node, args[0], 0.0, 6.0)
+            if target is F.hardtanh:
+                lo = args[1] if len(args) > 1 else kwargs.get("min_val", -1.0)
+                hi = args[2] if len(args) > 2 else kwargs.get("max_val", 1.0)
+                return self._clamp(node, args[0], lo, hi)
+            return self._clamp(node, *args, **kwargs)
+        if target is F.gelu:
+            approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
+            return self._emit(node, "gelu_tanh" if approximate == "tanh" else "gelu", (args[0],))
+        if target in (F.leaky_relu, F.elu, F.softplus):
+            return self._parametric_activation(node, target, args, kwargs)
+        if target is F.layer_norm:
+            normalized = args[1] if len(args) > 1 else kwargs["normalized_shape"]
+            weight = args[2] if len(args) > 2 else kwargs.get("weight")
+            bias = args[3] if len(args) > 3 else kwargs.get("bias")
+            eps = args[4] if len(args) > 4 else kwargs.get("eps", 1e-5)
+            return self._layer_norm(node, args[0], normalized, weight, bias, eps)
+        if target in _VIEW_FUNCTIONS:
+            return self._view(node, args[0])
+        if target is F.dropout:
+            training = args[2] if len(args) > 2 else kwargs.get("training", True)
+            p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+            if training and p > 0:
+                raise cannot_lower("dropout")
+            return args[0]
+        raise cannot_lower(getattr(target, "__name__", str(target)))
+
+    # ---- node kinds ---------------------------------------------------------------------------------------
+    def _unary(self, node: torch.fx.Node, op: str, x: Any) -> Any:
+        if isinstance(x, (int, float)):
+            return float(ir.apply(ir.Node("c", op, ("x",), ()), [torch.tensor(float(x), dtype=torch.float64)]))
+        if self._is_scalar(x):
+            return self._scalar(node, op, (x,))
+        return self._emit(node, op, (x,))
+
+    def _binary(self, node: torch.fx.Node, op: str, a: Any, b: Any) -> Any:
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return float(ir.apply(ir.Node("c", op, ("a",), ()), [torch.tensor(float(a), dtype=torch.float64),
+                                                                   float(b)]))
+        a = float(a) if isinstance(a, (int, float)) else a
+        b = float(b) if isinstance(b, (int, float)) else b
+        if not all(isinstance(v, (str, float)) for v in (a, b)):
+            raise cannot_lower(f"{op} (of non-tensor operands)")
+        if all(isinstance(v, float) or self._is_scalar(v) for v in (a, b)):
+            return self._scalar(node, op, (a, b))
+        return self._emit(node, op, (a, b))
+
+    def _is_scalar(self, value: Any) -> bool:
+        return isinstance(value, str) and any(n.name == value and n.shape == () and n.dtype == "float64"
+                                              for n in self.nodes)
+
+    def _clamp(self, node: torch.fx.Node, x: Any, min: Any = None, max: Any = None) -> str:
+        for bound in (min, max):
+            if bound is not None and not isinstance(bound, (int, float)):
+                raise cannot_lower("clamp (with tensor bounds)")
+        return self._emit(node, "clamp", (x,), min=None if min is None else float(min),
+                          max=None if max is None else float(max))
+
+    def _parametric_activation(self, node: torch.fx.Node, target: Any, args: list[Any],
+                               kwargs: dict[str, Any]) -> str:
+        if target is F.leaky_relu:
+            slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
+            return self._emit(node, "leaky_relu", (args[0],), negative_slope=float(slope))
+        if target is F.elu:
+            alpha = args[1] if len(args) > 1 else kwargs.get("alpha", 1.0)
+            return self._emit(node, "elu", (args[0],), alpha=float(alpha))
+        beta = args[1] if len(args) > 1 else kwargs.get("beta", 1.0)
+        threshold = args[2] if len(args) > 2 else kwargs.get("threshold", 20.0)
+        return self._emit(node, "softplus", (args[0],), beta=float(beta), threshold=float(threshold))
+
+    def _reduce(self, node: torch.fx.Node, name: str, x: Any, rest: list[Any], kwargs: dict[str, Any]) -> Any:
+        dim = rest[0] if rest else kwargs.get("dim")
+        keepdim = bool(rest[1] if len(rest) > 1 else kwargs.get("keepdim", False))
+        if kwargs.get("dtype") is not None:
+            raise cannot_lower(f"{name} (with a dtype)")
+        if name in ("max", "min"):
+            if dim is None:
+                raise cannot_lower(f"{name} (over all dims)")
+            # torch.max(x, dim) returns (values, indices); only values may be used (see _getitem).
+            return ("arg" + name, self._emit_reduce(node, "amax" if name == "max" else "amin", x, dim, keepdim))
+        return self._emit_reduce(node, name, x, dim, keepdim)
+
+    def _emit_reduce(self, node: torch.fx.Node, op: str, x: Any, dim: Any, keepdim: bool) -> str:
+        source = node.args[0]
+        dim = self._dim(source, dim)
+        # Shapes from the operand: torch.max(x, dim) records a (values, indices) pair, not a tensor.
+        shape_in, dtype, static_in = self._meta(source.name)  # type: ignore[union-attr]
+        kept = [d for d in range(len(shape_in)) if d != dim or keepdim]
+        shape = tuple(1 if d == dim else shape_in[d] for d in kept)
+        static = tuple(d == dim or static_in[d] for d in kept)
+        ir_node = ir.Node(node.name, op, (x,), shape, dtype, ir.make_attrs(dim=dim, keepdim=keepdim), static)
+        self.nodes.append(ir_node)
+        return ir_node.name
+
+    def _size(self, node: torch.fx.Node, x: Any, dim: Any) -> Any:
+        if dim is None:
+            return ("shape", x)
+        rank = len(self.program_shape(x))
+        return self._scalar(node, "size", (x,), dim=int(dim) % rank)
+
+    def program_shape(self, name: str) -> ir.Shape:
+        for spec in (*self.inputs, *self.params.values(), *self.nodes, *((self.heavy,) if self.heavy else ())):
+            if spec.name == name:
+                return spec.shape
+        raise cannot_lower(f"{name} (unknown value)")
+
+    def _getitem(self, node: torch.fx.Node, base: Any, index: Any) -> Any:
+        if isinstance(base, tuple) and len(base) == 2 and base[0] == "shape":
+            if not isinstance(index, int):
+                raise cannot_lower("getitem (a slice of a shape)")
+            return self._size(node, base[1], index)
+        if isinstance(base, tuple) and len(base) == 2 and base[0] in ("argmax", "argmin"):
+            if index != 0:
+                raise cannot_lower(base[0])
+            return base[1]
+        if isinstance(base, str):
+            return self._slice(node, base, index)
+        raise cannot_lower("getitem")
+
+    def _slice(self, node: torch.fx.Node, x: str, index: Any) -> str:
+        items = list(index) if isinstance(index, tuple) else [index]
+        rank = len(self.program_shape(x))
+        if Ellipsis in items:
+            at = items.index(Ellipsis)
+            items[at:at + 1] = [slice(None)] * (rank - len(items) + 1)
+        cut = [(d, s) for d, s in enumerate(items) if s != slice(None)]
+        if len(cut) != 1 or not isinstance(cut[0][1], slice) or cut[0][1].step not in (None, 1):
+            raise cannot_lower("index (only one slice along one dim is supported)")
+        dim, piece = cut[0]
+        start = piece.start or 0
+        if not isinstance(start, int) or start < 0:
+            raise cannot_lower("slice (with a start that is not a non-negative constant)")
+        args: tuple[ir.Arg, ...] = (x,)
+        stop: Any = piece.stop
+        if isinstance(stop, str):
+            args += (stop,)
+            stop = None
+        elif stop is not None and (not isinstance(stop, int) or stop < 0):
+            raise cannot_lower("slice (with a negative end)")
+        return self._emit(node, "slice", args, dim=dim, start=start, stop=stop, step=1)
+
+    def _view(self, node: torch.fx.Node, x: Any) -> str:
+        shape, _, _ = self._meta(node.name)
+        return self._emit(node, "view", (x,), shape=shape)
+
+    def _heavy_function(self, node: torch.fx.Node, op: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+        if op == "linear":
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            operands = (args[0], args[1]) + ((bias,) if bias is not None else ())
+            return self._emit(node, "linear", operands)
+        if op in ("matmul", "bmm"):
+            rank_a, rank_b = (len(self.program_shape(a)) for a in args[:2])
+            if op == "matmul" and not (rank_b == 2 and rank_a >= 1) and not (rank_a == rank_b == 3):
+                raise cannot_lower("matmul (of these ranks)")
+            return self._emit(node, "bmm" if op == "matmul" and rank_a == rank_b == 3 else op, (args[0], args[1]))
+        names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+        values = dict(zip(names, args, strict=False))
+        values.update(kwargs)
+        if isinstance(values.get("padding", 0), str):
+            raise cannot_lower(f"{op} (padding {values['padding']!r})")
+        rank = 1 if op == "conv1d" else 2
+        operands = (values["input"], values["weight"]) + ((values["bias"],) if values.get("bias") is not None else ())
+        return self._emit(node, op, operands, stride=_ntuple(values.get("stride", 1), rank),
+                          padding=_ntuple(values.get("padding", 0), rank),
+                          dilation=_ntuple(values.get("dilation", 1), rank), groups=int(values.get("groups", 1)))
+
+
+def _ntuple(value: Any, rank: int) -> tuple[int, ...]:
+    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),) * rank
+
+
+def _attribute(module: nn.Module, path: str) -> Any:
+    value: Any = module
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
