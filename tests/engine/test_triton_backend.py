@@ -14,7 +14,7 @@ import torch
 
 from kforge.engine import ir
 from kforge.engine.ir import Node, Program, TensorSpec, make_attrs
-from kforge.engine.triton_backend import Limits, Unsupported, variants
+from kforge.engine.triton_backend import Unsupported, variants
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
 from kforge.verify.policy import Policy
@@ -126,6 +126,61 @@ def test_programs_compute_what_their_references_compute(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_default_variant_is_correct_in_the_interpreter(tmp_path: Path, name: str) -> None:
-    [(config, source), *_] = variants(PROGRAMS[name], _source(name))
+    [(_config, source), *_] = variants(PROGRAMS[name], _source(name))
     assert "ModelNew" in source and "@triton.jit" in source
     _judge(tmp_path, name, source)
+
+
+def _variant(name: str, **wanted: object) -> str:
+    """The source of the first variant whose configuration has the `wanted` values."""
+    for config, source in variants(PROGRAMS[name], _source(name), vendor_gemm=True):
+        if all(config.get(key) == value for key, value in wanted.items()):
+            return source
+    raise AssertionError(f"no variant of {name} with {wanted}")
+
+
+@pytest.mark.parametrize(("name", "wanted"), [
+    ("scaled_softmax", {"BLOCK_R": 128}),  # rows of 301 walked in blocks: the multi-pass path
+    ("seq_logmeanexp", {"BLOCK_R": 128}),
+    ("norm_relu", {"BLOCK_R": 128}),  # layer norm's three passes
+    ("linear_gelu", {"precision": "tf32x3", "BLOCK_M": 32, "BLOCK_N": 32}),
+    ("channel_gate", {"BLOCK_COLS": 128}),
+])
+def test_other_configurations_are_correct_too(tmp_path: Path, name: str, wanted: dict[str, object]) -> None:
+    _judge(tmp_path, name, _variant(name, **wanted))
+
+
+def test_vendor_gemm_variant_is_the_vendor_call_and_one_fused_kernel(tmp_path: Path) -> None:
+    source = _variant("linear_gelu", vendor=True)
+    assert "F.linear(" in source and source.count("@triton.jit") == 1 and "tl.dot" not in source
+    # The static check does not read the policy's allowed operators yet, so the vendor call is judged with
+    # the dynamic check alone (which the vendor-GEMM policy does relax).
+    _judge(tmp_path, "linear_gelu", source, Policy(static_checks=False).allowing_vendor_gemm())
+
+
+def test_vendor_variants_are_offered_only_when_allowed() -> None:
+    configs = [config for config, _ in variants(PROGRAMS["linear_gelu"], _source("linear_gelu"))]
+    assert configs and not any(config.get("vendor") for config in configs)
+    assert configs[0]["precision"] == "ieee", "float32 keeps full precision in the default variant"
+
+
+def test_two_reductions_are_refused_in_one_line() -> None:
+    program = Program(
+        inputs=(_x((4, 8), (True, False)),), params=(),
+        nodes=(_n("a", "amax", ("x",), (4,), dim=1), _n("b", "sum", ("x",), (4,), dim=1),
+               _n("out", "add", ("a", "b"), (4,))),
+        outputs=("out",))
+    with pytest.raises(Unsupported, match="at most one reduction"):
+        variants(program, "")
+
+
+def test_a_convolution_needs_the_vendor_policy() -> None:
+    program = Program(
+        inputs=(_x((2, 3, 16), (True, False, True)),), params=(TensorSpec("conv.weight", (3, 1, 3)),),
+        heavy=_n("c", "conv1d", ("x", "conv.weight"), (2, 3, 14), stride=(1,), padding=(0,), dilation=(1,),
+                 groups=3),
+        nodes=(_n("out", "relu", ("c",), (2, 3, 14)),), outputs=("out",))
+    with pytest.raises(Unsupported, match="vendor"):
+        variants(program, "")
+    [(config, source)] = variants(program, "", vendor_gemm=True, limit=1)
+    assert config["vendor"] is True and "F.conv1d(in_x, self.reference.conv.weight, stride=(1,)" in source

@@ -32,18 +32,9 @@ from kforge.engine.construct import param_expression, reference_source
 from kforge.engine.ir import POINTWISE_OPS, REDUCE_OPS, ROW_OPS, Arg, Node, Program, TensorSpec
 from kforge.engine.triton_emit import Unsupported, kernel_expression, literal, python_expression, var
 
-__all__ = ["Limits", "Unsupported", "variants"]
+__all__ = ["Unsupported", "variants"]
 
 Config = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Which kinds of variant to offer, and how many at most."""
-
-    vendor_gemm: bool = False  # offer the vendor's GEMM/convolution (only under the vendor-GEMM policy)
-    generated_gemm: bool = True
-    max_variants: int = 24
 
 
 # ---- tunables ------------------------------------------------------------------------------------------------
@@ -60,18 +51,20 @@ _GEMM_TILES = [(64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (12
 _GEMM_PRECISIONS = ("ieee", "tf32x3")
 
 
-def variants(program: Program, problem_source: str, limits: Limits | None = None) -> list[tuple[Config, str]]:
-    """Every (configuration, source) this backend offers for `program`, the default first.
+def variants(program: Program, problem_source: str, vendor_gemm: bool = False, limit: int = 24,
+             generated_gemm: bool = True) -> list[tuple[Config, str]]:
+    """Up to `limit` (configuration, source) pairs for `program`, the default first.
 
     `problem_source` is the problem file's text: the generated `ModelNew` rebuilds the reference's modules
-    from it to hold the same parameters. Raises Unsupported with a one-line reason when nothing can be emitted.
+    from it to hold the same parameters. Variants calling the vendor's GEMM or convolution come only with
+    `vendor_gemm` (the harness rejects them otherwise). Raises Unsupported (a LoweringError) with a one-line
+    reason when nothing can be emitted.
     """
-    limits = limits or Limits()
     lowering = _Lowering(program, reference_source(problem_source))
     found: list[tuple[Config, str]] = []
-    for config, render in lowering.offers(limits):
+    for config, render in lowering.offers(vendor_gemm, generated_gemm):
         found.append((config, render()))
-        if len(found) >= limits.max_variants:
+        if len(found) >= limit:
             break
     if not found:
         raise Unsupported("the Triton backend offers no variant here (a heavy op needs --allow-vendor-gemm)")
@@ -123,18 +116,18 @@ class _Lowering:
                                       trim_blocks=True, lstrip_blocks=True, autoescape=False)
 
     # ---- what is offered -------------------------------------------------------------------------------------
-    def offers(self, limits: Limits) -> Iterator[tuple[Config, Any]]:
+    def offers(self, vendor_gemm: bool, generated_gemm: bool) -> Iterator[tuple[Config, Any]]:
         heavy = self.program.heavy
         if heavy is None:
             yield from self.fused_offers(self.split(heavy_python=None), {})
             return
         gemm = heavy.op == "linear" or (heavy.op == "matmul" and len(heavy.shape) == 2
                                          and len(self.program.shape(str(heavy.args[0]))) == 2)
-        if gemm and limits.generated_gemm:
+        if gemm and generated_gemm:
             split = self.split(heavy_python=None)
             if all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
                 yield from self.gemm_offers(split)
-        if limits.vendor_gemm:
+        if vendor_gemm:
             yield from self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
 
     def fused_offers(self, split: _Split, tag: Config) -> Iterator[tuple[Config, Any]]:

@@ -14,6 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from kforge.engine.capture import LoweringError
 from kforge.engine.ir import Arg, Node
 
 if sys.version_info >= (3, 11):
@@ -24,7 +25,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 Operand = Callable[[Arg], str]
 
 
-class Unsupported(ValueError):
+class Unsupported(LoweringError):
     """The Triton backend cannot lower this program; the message is one line saying what and why."""
 
 
