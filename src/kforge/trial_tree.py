@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
 from rich.tree import Tree
 
 from kforge.store import Attempt, Evaluation, StageStep, Store
@@ -63,13 +64,13 @@ def trial_tree(store: Store, run_id: int) -> Tree | None:
     final = accepted[-1].step.output_attempt_id if accepted else start
     start_ms, final_ms = gains[0].input_ms, accepted[-1].output_ms if accepted else gains[0].input_ms
     overall = f", {start_ms / final_ms:.2f}x" if start_ms and final_ms else ""
-    root = Tree(f"run {run_id}: start attempt {start} ({_ms(start_ms)}) -> final attempt {final} "
-                f"({_ms(final_ms)}){overall}")
+    root = Tree(Text(f"run {run_id}: start attempt {start} ({_ms(start_ms)}) -> final attempt {final} "
+                     f"({_ms(final_ms)}){overall}"))
     first_pass = [a for a in attempts if a.stage is None and a.id != start]
     if first_pass:
-        functional = root.add("functional pass (KForge loop)")
+        functional = root.add(Text("functional pass (KForge loop)"))
         for attempt in first_pass:
-            functional.add(_attempt_label(attempt, evaluations[attempt.id]))
+            functional.add(Text(_attempt_label(attempt, evaluations[attempt.id])))
     by_input: dict[int | None, list[StageGain]] = defaultdict(list)
     for gain in gains:
         by_input[gain.step.input_attempt_id].append(gain)
@@ -80,17 +81,17 @@ def trial_tree(store: Store, run_id: int) -> Tree | None:
     def grow(node: Tree, kernel_id: int | None) -> None:
         for gain in by_input.get(kernel_id, []):
             if gain.step.position == 0 or gain.step.detail.get("plan") != _previous_rest(gains, gain):
-                node.add(f"plan: {' > '.join(gain.step.detail.get('plan', [])) or '-'}")
-            stage_node = node.add(_stage_label(gain))
+                node.add(Text(f"plan: {' > '.join(gain.step.detail.get('plan', [])) or '-'}"))
+            stage_node = node.add(Text(_stage_label(gain)))
             for attempt in by_stage.get((gain.step.stage, kernel_id), []):
-                child = stage_node.add(_attempt_label(attempt, evaluations[attempt.id],
-                                                      accepted=attempt.id == gain.step.output_attempt_id))
+                child = stage_node.add(Text(_attempt_label(attempt, evaluations[attempt.id],
+                                                           accepted=attempt.id == gain.step.output_attempt_id)))
                 if attempt.id == gain.step.output_attempt_id:
                     grow(child, attempt.id)
 
     start_attempt = next((a for a in attempts if a.id == start), None)
-    kernel = root.add(f"start: {_attempt_label(start_attempt, evaluations.get(start))}" if start_attempt
-                      else f"start: attempt {start}")
+    kernel = root.add(Text(f"start: {_attempt_label(start_attempt, evaluations.get(start))}" if start_attempt
+                           else f"start: attempt {start}"))
     grow(kernel, start)
     return root
 
