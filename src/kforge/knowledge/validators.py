@@ -14,7 +14,7 @@ from collections.abc import Callable
 from kforge.knowledge import cpp_scan
 from kforge.knowledge.limits import DeviceLimits
 from kforge.knowledge.source import CandidateSource, CodeString
-from kforge.knowledge.triton_scan import Settings, TritonView, is_power_of_two
+from kforge.knowledge.triton_scan import Settings, is_power_of_two
 from kforge.knowledge.violations import Finding
 
 Validator = Callable[[CandidateSource, DeviceLimits], list[Finding]]
@@ -71,7 +71,7 @@ def triton_block_power_of_two(view: CandidateSource, limits: DeviceLimits) -> li
     found: dict[tuple[int, int], Finding] = {}
     for kernel in triton.kernels.values():
         aranges = [node for node in ast.walk(kernel) if isinstance(node, ast.Call)
-                   and cpp_name(node.func) == "arange" and len(node.args) == 2]
+                   and _call_name(node.func) == "arange" and len(node.args) == 2]
         for env, origin in triton.bindings(kernel):
             where = f" (values from line {origin})" if origin else ""
             for call in aranges:
@@ -331,7 +331,7 @@ def cpu_parallel_loops(view: CandidateSource, limits: DeviceLimits) -> list[Find
 # --- shared helpers -----------------------------------------------------------------------------------------
 
 
-def cpp_name(node: ast.expr) -> str:
+def _call_name(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
@@ -400,7 +400,7 @@ def _dot_staging(view: CandidateSource, limit: int | None, what: str) -> list[Fi
     element = 2 if narrow else 4
     found = []
     for kernel in triton.kernels.values():
-        if not any(isinstance(n, ast.Call) and cpp_name(n.func) == "dot" for n in ast.walk(kernel)):
+        if not any(isinstance(n, ast.Call) and _call_name(n.func) == "dot" for n in ast.walk(kernel)):
             continue
         roles = {role: next((a.arg for a in kernel.args.args if pattern.match(a.arg)), None)
                  for role, pattern in _ROLE.items()}
@@ -423,5 +423,3 @@ def _dot_staging(view: CandidateSource, limit: int | None, what: str) -> list[Fi
                     setting.line))
     return found
 
-
-__all__ = ["VALIDATORS", "TritonView", "run_validator", "validator"]
