@@ -1,0 +1,200 @@
+"""The builtin engine on the bundled examples: correctness, speed against eager and torch.compile, roofline share.
+
+    python benchmarks/builtin_bench.py [--platform cpu|cuda|auto] [--budget-s 60] [--deadline-s 540]
+                                       [--examples NAME ...] [--json FILE]
+
+For each example (`examples/*/problem.py`) and platform: capture the reference, generate the backend's
+variants (C++/OpenMP on cpu, Triton on cuda; vendor GEMM/convolution variants offered under the
+vendor-GEMM policy), tune them through the harness within --budget-s (short timing, no baselines), then
+judge the winner once more with the harness's default timing and both baselines. The roofline share uses
+the reference's FLOPs and minimum bytes (`kforge.profiling.workload`) and the device's measured peaks
+(`kforge.profiling.peaks`: a large copy's bandwidth, a large matmul's rate).
+
+Prints one row per example and geomeans (all, and the GEMM/convolution problems alone), the figures that
+issue 7's targets are stated in. Asserts nothing: a table to record in docs/builtin.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kforge.engine import cpp_backend, triton_backend
+from kforge.engine.capture import LoweringError, capture
+from kforge.engine.tune import TuneSettings, tune
+from kforge.platforms import get_platform
+from kforge.problem import Problem, load_problem
+from kforge.profiling.peaks import measure_peaks
+from kforge.profiling.roofline import roofline
+from kforge.profiling.workload import measure_workload
+from kforge.verify import tensors
+from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
+from kforge.verify.policy import Policy
+from kforge.verify.sandbox import WorkerPool
+from kforge.verify.verdict import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TUNE_TIMING = TimingSettings(warmup_ms=25, rep_ms=150, min_reps=10, max_reps=200)
+
+
+@dataclass
+class Row:
+    problem: str
+    platform: str
+    heavy: str
+    verdict: str = "-"
+    judged: int = 0
+    config: str = ""
+    runtime_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    vs_eager: float | None = None
+    vs_compile: float | None = None
+    bound: str = ""
+    achieved: str = ""
+    roofline_share: float | None = None
+    copy_share: float | None = None  # achieved bytes/s over the measured copy bandwidth
+    note: str = ""
+
+
+def backend_variants(platform: str, problem: Problem) -> tuple[list[tuple[dict[str, Any], str]], str]:
+    program = capture(problem).program
+    heavy = program.heavy.op if program.heavy else "-"
+    if platform == "cuda":
+        return triton_backend.variants(program, problem.source, vendor_gemm=True), heavy
+    return cpp_backend.variants(program, problem.source, vendor_gemm=True, limit=8), heavy
+
+
+def run_example(folder: Path, platform: str, budget_s: float, pool: WorkerPool, workdir: Path,
+                say: Callable[[str], None]) -> Row:
+    problem = load_problem(folder / "problem.py")
+    row = Row(folder.name, platform, "-")
+    try:
+        found, row.heavy = backend_variants(platform, problem)
+    except LoweringError as exc:
+        row.note = str(exc)
+        return row
+    language = "triton" if platform == "cuda" else "cpp"
+    policy = Policy().allowing_vendor_gemm()
+    quick = EvalOptions(platform=platform, language=language, baselines=(), timing=TUNE_TIMING, policy=policy,
+                        trials=2)
+    sources: dict[str, Path] = {}
+
+    def judge(source: str, options: EvalOptions = quick) -> Verdict:
+        path = sources.setdefault(source, workdir / f"{folder.name}_{platform}_{len(sources)}.py")
+        path.write_text(source)
+        return evaluate(problem.path, path, options, pool=pool)
+
+    result = tune(found, judge, TuneSettings(budget_s=budget_s), progress=say)
+    row.judged = len(result.trials)
+    if result.best is None:
+        failures = [trial.verdict for trial in result.trials]
+        row.verdict = failures[0].verdict if failures else "-"
+        row.note = failures[0].reason[:120] if failures else result.stop_reason
+        return row
+    row.config = ", ".join(f"{k}={v}" for k, v in result.best.config.items())
+    final = judge(result.best.variant.source, EvalOptions(platform=platform, language=language, policy=policy))
+    row.verdict = final.verdict
+    row.runtime_ms, row.eager_ms, row.compile_ms = final.runtime_ms, final.eager_ms, final.compile_ms
+    row.vs_eager, row.vs_compile = final.speedup_vs_eager, final.speedup_vs_compile
+    if not final.correct:
+        row.note = final.reason[:120]
+    elif final.runtime_ms:
+        fill_roofline(row, problem, platform, final.runtime_ms)
+    return row
+
+
+def fill_roofline(row: Row, problem: Problem, platform_name: str, runtime_ms: float) -> None:
+    platform = get_platform(platform_name)
+    model = problem.make_model(0).to(platform.device)
+    inputs = tensors.to_device(problem.inputs(0), platform.device)
+    workload = measure_workload(model, inputs)
+    peaks = measure_peaks(platform, getattr(torch, workload.dtype))
+    line = roofline(workload, runtime_ms * 1000.0, peaks)
+    row.bound = line.bound
+    row.roofline_share = line.fraction_of_bound
+    row.copy_share = line.achieved_bytes_per_s / peaks.bytes_per_s
+    row.achieved = (f"{line.achieved_bytes_per_s / 1e9:.1f} GB/s" if line.bound == "memory"
+                    else f"{line.achieved_flops_per_s / 1e12:.2f} TFLOP/s")
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def print_table(rows: list[Row]) -> None:
+    header = ("problem", "platform", "heavy", "verdict", "judged", "runtime ms", "eager ms", "compile ms",
+              "vs eager", "vs compile", "bound", "achieved", "roofline", "of copy BW")
+    lines = [header]
+    for row in rows:
+        lines.append((row.problem, row.platform, row.heavy, str(row.verdict), str(row.judged),
+                      _fmt(row.runtime_ms, ".4f"), _fmt(row.eager_ms, ".4f"), _fmt(row.compile_ms, ".4f"),
+                      _fmt(row.vs_eager, ".2f", "x"), _fmt(row.vs_compile, ".2f", "x"), row.bound or "-",
+                      row.achieved or "-", _fmt(None if row.roofline_share is None else 100 * row.roofline_share,
+                                                ".0f", "%"),
+                      _fmt(None if row.copy_share is None else 100 * row.copy_share, ".0f", "%")))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for index, line in enumerate(lines):
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    for row in rows:
+        if row.config or row.note:
+            print(f"  {row.problem} [{row.platform}]: {row.config}{'; ' if row.config and row.note else ''}{row.note}")
+    for platform in sorted({row.platform for row in rows}):
+        mine = [row for row in rows if row.platform == platform and row.verdict == "correct"]
+        heavy = [row for row in mine if row.heavy != "-"]
+        for label, subset in (("all", mine), ("GEMM/conv", heavy)):
+            eager = geomean([row.vs_eager for row in subset if row.vs_eager])
+            compiled = geomean([row.vs_compile for row in subset if row.vs_compile])
+            print(f"geomean [{platform}, {label}, {len(subset)} problems]: vs eager {_fmt(eager, '.2f', 'x')}, "
+                  f"vs torch.compile {_fmt(compiled, '.2f', 'x')}")
+    total = [row for row in rows if row.verdict != "-"]
+    print(f"correct: {sum(row.verdict == 'correct' for row in total)} of {len(total)} emitted solutions")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--budget-s", type=float, default=60.0, help="tuning wall budget per example")
+    parser.add_argument("--deadline-s", type=float, default=540.0, help="no new example starts after this")
+    parser.add_argument("--examples", nargs="*", default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    platforms = ["cpu", "cuda"] if args.platform == "auto" and torch.cuda.is_available() else \
+        ["cpu"] if args.platform == "auto" else [args.platform]
+    folders = sorted(path.parent for path in EXAMPLES.glob("*/problem.py")
+                     if args.examples is None or path.parent.name in args.examples)
+    deadline = time.monotonic() + args.deadline_s
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="kforge-builtin-bench-") as work, WorkerPool(spares=1) as pool:
+        for platform in platforms:
+            for folder in folders:
+                if time.monotonic() > deadline:
+                    rows.append(Row(folder.name, platform, "-", note="skipped: deadline"))
+                    continue
+                print(f"== {folder.name} on {platform}", flush=True)
+                rows.append(run_example(folder, platform, args.budget_s, pool, Path(work),
+                                        lambda text: print(f"   {text}", flush=True)))
+    print()
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(row) for row in rows], indent=2))
+
+
+if __name__ == "__main__":
+    main()
