@@ -62,14 +62,17 @@ def test_help_explains_the_command() -> None:
     assert "Exit status" in result.stdout and "--timeout" in result.stdout
 
 
-def test_optimize_without_a_model_says_how_to_configure_one(tmp_path) -> None:
+def test_optimize_without_a_model_uses_the_builtin_engine_and_says_so(tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KFORGE_", "OPENAI_", "ANTHROPIC_"))}
-    result = subprocess.run([sys.executable, "-m", "kforge", "optimize", str(PROBLEMS / "leaky_scale.py"),
-                             "--platform", "cpu", "--db", str(tmp_path / "runs.db")], capture_output=True,
-                            text=True, timeout=120, env=env, cwd=tmp_path)
-    assert result.returncode == 2
-    assert "no model configured" in result.stderr and "--model" in result.stderr
-    assert "Traceback" not in result.stderr
+    # A problem the engine cannot lower: the run ends at once, with one line naming the operation.
+    result = subprocess.run([sys.executable, "-m", "kforge", "optimize",
+                             str(PROBLEMS / "engine" / "ea_unsupported_cumsum.py"), "--platform", "cpu",
+                             "--db", str(tmp_path / "runs.db"), "--out", str(tmp_path / "best.py")],
+                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "no model configured: using the builtin engine" in result.stderr
+    assert "builtin engine: cannot lower aten.cumsum; configure a model with --model" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "best.py").exists()
 
 
 def test_show_of_an_unknown_run_is_bad_input(tmp_path) -> None:

@@ -26,6 +26,7 @@ err = Console(stderr=True)
 out = Console()
 
 EXIT_CORRECT, EXIT_NOT_CORRECT, EXIT_BAD_INPUT = 0, 1, 2
+BUILTIN = "builtin"  # --model value for the builtin synthesis engine
 
 
 def _version(value: bool) -> None:
@@ -141,10 +142,13 @@ def optimize_command(
     problem: Annotated[Path | None, typer.Argument(help="Problem file (not needed with --resume).")] = None,
     platform: Annotated[str, typer.Option(help="cpu, cuda, or auto.")] = "auto",
     language: Annotated[str | None, typer.Option(help="cpp, cuda or triton (default: the platform's first).")] = None,
-    model: Annotated[str | None, typer.Option(help="PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-x.")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-x; builtin for the engine (no LLM).")] = None,
     base_url: Annotated[str | None, typer.Option(help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
     reference: Annotated[Path | None, typer.Option(
         help="A working solution for another platform, to translate from.")] = None,
+    builtin_start: Annotated[bool, typer.Option(
+        help="Start the LLM loop from the builtin engine's kernel when it can lower the problem.")] = True,
     rounds: Annotated[int, typer.Option(min=0, help="Optimization rounds after the first correct kernel.")] = 3,
     attempts: Annotated[int, typer.Option(min=1, help="Attempts allowed to reach a correct kernel.")] = 5,
     candidates: Annotated[int, typer.Option(min=1, help="Candidates requested concurrently per step.")] = 1,
@@ -174,9 +178,18 @@ def optimize_command(
     """
     from kforge.agents.planner import StageSelectionError, select_stages
     from kforge.config import ConfigError, load_settings
+    from kforge.engine.capture import LoweringError
     from kforge.llm import LLMError
     from kforge.pipelines.loop import LoopSettings
-    from kforge.pipelines.optimize import OptimizeError, OptimizeRequest, resume_request, run_optimize, start_run
+    from kforge.pipelines.optimize import (
+        OptimizeError,
+        OptimizeRequest,
+        check_builtin,
+        resume_request,
+        run_builtin,
+        run_optimize,
+        start_run,
+    )
     from kforge.pipelines.staged import StagedSettings
     from kforge.platforms import get_platform
     from kforge.reports import attempts_table, costs_line
@@ -197,8 +210,8 @@ def optimize_command(
                 if problem is None:
                     _bad_input("give a PROBLEM file, or --resume RUN_ID", False)
                 if settings.model is None:
-                    _bad_input("no model configured: pass --model PROVIDER:MODEL (e.g. openai:gpt-4o), or set "
-                               "KFORGE_MODEL, or put model = \"...\" in kforge.toml", False)
+                    err.print("no model configured: using the builtin engine (--model PROVIDER:MODEL for an LLM)",
+                              highlight=False)
                 if pipeline not in ("loop", "staged"):
                     _bad_input(f"unknown pipeline {pipeline!r}; choose loop or staged", False)
                 if pipeline == "loop" and (kernel or stages):
@@ -207,16 +220,21 @@ def optimize_command(
                 chosen_language = language or chosen.languages[0]
                 request = OptimizeRequest(
                     problem=problem, platform=chosen.name, language=chosen_language,
-                    model=str(settings.model), eval_options=eval_options, reference=reference, send_images=images,
+                    model=str(settings.model or BUILTIN), eval_options=eval_options, reference=reference,
+                    send_images=images,
                     loop=LoopSettings(attempts=attempts, rounds=rounds, candidates=candidates, patience=patience),
                     max_output_tokens=settings.max_output_tokens, temperature=settings.temperature,
                     pipeline=pipeline, kernel=kernel,
-                    staged=StagedSettings(stages=select_stages(stages, chosen_language), retries=retries))
+                    staged=StagedSettings(stages=select_stages(stages, chosen_language), retries=retries),
+                    builtin_start=builtin_start)
+                if request.model == BUILTIN:
+                    check_builtin(request)  # a problem it cannot lower ends here, before a run is recorded
                 for given in (request.reference, request.kernel):
                     if given is not None:
                         load_solution(given)
                 run_id = start_run(store, request)
-            chat = settings.model_copy(update={"model": request.model}).chat_model()
+            chat = None if request.model == BUILTIN else \
+                settings.model_copy(update={"model": request.model}).chat_model()
             err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) "
                       f"with {request.model}", highlight=False)
             with err.status("starting", spinner="dots") as status:
@@ -225,8 +243,11 @@ def optimize_command(
                     if text.startswith(("attempt ", "round ", "stage ", "plan: ", "analysis: ")):
                         err.print(f"  {text}", highlight=False)
 
-                outcome = run_optimize(store, run_id, request, chat, settings.budget(),
-                                       use_cache=not settings.no_cache, on_event=on_event)
+                if chat is None:
+                    outcome = run_builtin(store, run_id, request, on_event=on_event)
+                else:
+                    outcome = run_optimize(store, run_id, request, chat, settings.budget(),
+                                           use_cache=not settings.no_cache, on_event=on_event)
             out.print(attempts_table(store, run_id))
             tree = trial_tree(store, run_id)
             if tree is not None:
@@ -251,7 +272,7 @@ def optimize_command(
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
             StageSelectionError) as exc:
         _bad_input(str(exc), False)
-    except LLMError as exc:
+    except (LLMError, LoweringError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT) from None
 

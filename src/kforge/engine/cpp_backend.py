@@ -289,7 +289,9 @@ class _Renderer:
                                    "post_lines": self.lines(lowered.post, red is not None and not row_op),
                                    "out_expr": self.expression_of(lowered.output, red is not None and not row_op),
                                    "red": {"op": red.op} if red else {"op": ""}, "red_in": "", "red_var": "",
-                                   "eps": "0.0f", "ln_affine": "", "indent": ""}
+                                   "eps": "0.0f", "ln_affine": "", "indent": "",
+                                   "post_uses_pre": any(a in {n.name for n in lowered.pre}
+                                                        for n in lowered.post for a in n.value_args)}
         if red is not None:
             context["red_in"] = self.expression_of(red.args[0], False)
             context["red_var"] = f"v_{identifier(red.name)}"

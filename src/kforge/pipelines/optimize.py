@@ -4,7 +4,8 @@ a chat model and the harness."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,12 @@ from kforge.agents.generator import GenerationAgent
 from kforge.agents.planner import PlannerAgent
 from kforge.agents.stage_writer import StageWriter
 from kforge.agents.targets import Target
+from kforge.engine.capture import LoweringError
+from kforge.engine.propose import propose
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
+from kforge.pipelines.builtin import BuiltinRun, allows_vendor_gemm
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
 from kforge.pipelines.profiles import profile_candidate
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
@@ -49,6 +53,7 @@ class OptimizeRequest:
     pipeline: str = "loop"  # "loop" (KForge) or "staged" (Xe-Forge)
     staged: StagedSettings = field(default_factory=StagedSettings)
     kernel: Path | None = None  # the staged pipeline's starting kernel
+    builtin_start: bool = True  # the loop starts from the builtin engine's kernel when it can lower the problem
 
     def for_record(self) -> dict[str, Any]:
         return {"problem": str(self.problem), "platform": self.platform, "language": self.language,
@@ -58,7 +63,8 @@ class OptimizeRequest:
                 "eval": self.eval_options.model_dump(mode="json", exclude={"policy", "cache_dir", "tolerance"}),
                 "pipeline": self.pipeline, "staged": self.staged.for_record(),
                 "kernel": str(self.kernel) if self.kernel else None,
-                "kernel_hash": source_hash(self.kernel.read_text()) if self.kernel else None}
+                "kernel_hash": source_hash(self.kernel.read_text()) if self.kernel else None,
+                "builtin_start": self.builtin_start}
 
     @classmethod
     def from_record(cls, record: dict[str, Any], eval_options: EvalOptions) -> OptimizeRequest:
@@ -70,7 +76,8 @@ class OptimizeRequest:
                    max_output_tokens=int(record.get("max_output_tokens", 8192)),
                    temperature=record.get("temperature"), pipeline=record.get("pipeline", "loop"),
                    staged=StagedSettings.from_record(record.get("staged", {})),
-                   kernel=Path(record["kernel"]) if record.get("kernel") else None)
+                   kernel=Path(record["kernel"]) if record.get("kernel") else None,
+                   builtin_start=bool(record.get("builtin_start", False)))
 
 
 @dataclass
@@ -117,28 +124,70 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
                                 request.temperature)
     analyst = AnalystAgent(recording, target, problem.source, request.send_images, temperature=request.temperature)
     options = request.eval_options.model_copy(update={"platform": request.platform, "language": request.language})
-    status = "failed"
-    with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool:
+    with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
+            _marking_status(store, run_id):
         evaluator = _file_evaluator(problem, options, Path(workdir), pool)
         profiler = _candidate_profiler(problem, options, Path(workdir), pool, store, on_event)
         staged = request.pipeline == "staged"
         loop_settings = replace(request.loop, rounds=0) if staged else request.loop  # staged: a first kernel only
         loop = KForgeLoop(generator=generator, analyst=analyst, evaluate=evaluator, profile=profiler,
                           store=store, run_id=run_id, settings=loop_settings, on_event=on_event)
-        try:
-            if staged:
-                pipeline = _staged_pipeline(request, problem, recording, evaluator, profiler, store, run_id, loop,
-                                            on_event)
-                result: LoopResult | StagedResult = pipeline.run(request.kernel.read_text() if request.kernel else None)
-            else:
-                result = loop.run()
-            status = "finished"
-        except KeyboardInterrupt:
-            status = "interrupted"
-            raise
-        finally:
-            store.finish_run(run_id, status)  # type: ignore[arg-type]
+        if staged:
+            pipeline = _staged_pipeline(request, problem, recording, evaluator, profiler, store, run_id, loop,
+                                        on_event)
+            result: LoopResult | StagedResult = pipeline.run(request.kernel.read_text() if request.kernel else None)
+        else:
+            result = loop.run(_builtin_start(problem, request, store, run_id, evaluator, on_event))
     return OptimizeOutcome(run_id, result)
+
+
+@contextmanager
+def _marking_status(store: Store, run_id: int) -> Iterator[None]:
+    """Mark the run finished when the block completes, interrupted on Ctrl-C, failed on anything else."""
+    status = "failed"
+    try:
+        yield
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run_id, status)  # type: ignore[arg-type]
+
+
+def check_builtin(request: OptimizeRequest) -> None:
+    """Raise LoweringError (one line) unless the builtin engine can write candidates for the request."""
+    if request.pipeline != "loop":
+        raise OptimizeError("the builtin engine runs on its own: drop --pipeline staged, or pass --model")
+    propose(load_problem(request.problem), request.language, limit=1)
+
+
+def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
+                on_event: LoopEvent | None = None) -> OptimizeOutcome:
+    """Run (or resume) the builtin engine for `run_id` (no LLM); LoweringError when it cannot lower the problem."""
+    problem = load_problem(request.problem)
+    options = request.eval_options.model_copy(update={"platform": request.platform, "language": request.language})
+    with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
+            _marking_status(store, run_id):
+        evaluator = _file_evaluator(problem, options, Path(workdir), pool)
+        engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event)
+        result = engine.run(problem, vendor_gemm=allows_vendor_gemm(options.policy))
+    return OptimizeOutcome(run_id, result)
+
+
+def _builtin_start(problem: Problem, request: OptimizeRequest, store: Store, run_id: int,
+                   evaluator: Callable[[str], Verdict], on_event: LoopEvent | None) -> str | None:
+    """The builtin engine's best kernel, the first one the model refines; None when it has none."""
+    if not request.builtin_start:
+        return None
+    engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event)
+    try:
+        result = engine.run(problem, vendor_gemm=allows_vendor_gemm(request.eval_options.policy), variants=1)
+    except LoweringError as exc:
+        if on_event:
+            on_event(f"{exc} (the model starts from scratch)")
+        return None
+    return result.best.source if result.best is not None else None
 
 
 def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: RecordingChatModel,
@@ -202,5 +251,5 @@ def timing_profile(verdict: Verdict) -> ProfileView:
     return ProfileView(text="\n".join(lines))
 
 
-__all__ = ["OptimizeError", "OptimizeOutcome", "OptimizeRequest", "StoreError", "resume_request", "run_optimize",
-           "start_run"]
+__all__ = ["OptimizeError", "OptimizeOutcome", "OptimizeRequest", "StoreError", "check_builtin", "resume_request",
+           "run_builtin", "run_optimize", "start_run"]

@@ -1,0 +1,69 @@
+"""The builtin engine's run: propose variants, judge each through the harness, keep the fastest correct one.
+
+Every variant is recorded in the store as an attempt (`made_by="builtin"`) before it is judged, and its
+verdict as soon as it is known; a resumed run finds both there and judges nothing twice. The search over
+variants is `kforge.engine.tune` (each configuration judged by the harness, a new best kept only when it is
+faster beyond noise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kforge.agents.targets import Target
+from kforge.engine.propose import Proposal, propose
+from kforge.engine.tune import TuneSettings, tune
+from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage
+from kforge.pipelines.loop import LoopEvent, LoopResult
+from kforge.problem import Problem
+from kforge.store import Store, text_hash
+from kforge.verify.policy import Policy, policy_data
+from kforge.verify.verdict import Verdict
+
+MADE_BY = "builtin"
+Evaluator = Callable[[str], Verdict]
+
+
+def allows_vendor_gemm(policy: Policy) -> bool:
+    """Whether the harness policy lets a candidate call the vendor's GEMM and convolution."""
+    return set(policy_data()["aten"]["vendor_gemm"]) <= set(policy.allow_ops) or not policy.dynamic_checks
+
+
+class BuiltinRun:
+    """Judges the engine's variants for one run of the store."""
+
+    def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
+                 on_event: LoopEvent | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.platform = platform
+        self.language = language
+        self.evaluate = evaluate
+        self.say = on_event or (lambda _text: None)
+        self.records: dict[str, AttemptRecord] = {}
+        self.attempts = AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
+                                     on_record=lambda _record: None)
+
+    def run(self, problem: Problem, vendor_gemm: bool = False, variants: int = 3,
+            settings: TuneSettings | None = None) -> LoopResult:
+        """Propose and judge; LoweringError (before anything is recorded) when the problem cannot be lowered."""
+        proposal: Proposal = propose(problem, self.language, vendor_gemm=vendor_gemm, limit=variants)
+        for note in proposal.program.notes:
+            self.say(f"builtin: {note}")
+        self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
+        tuned = tune(proposal.variants, self.judge, settings or TuneSettings(), progress=self.say)
+        result = LoopResult(attempts=list(self.records.values()))
+        if tuned.best is not None:
+            result.best = self.records[text_hash(tuned.best.variant.source)]
+        result.stop_reason = f"builtin engine: {tuned.stop_reason}" if tuned.stop_reason else \
+            f"builtin engine: judged {len(tuned.trials)} variant(s)"
+        if result.best is None:
+            result.stop_reason += "; no variant was correct"
+        return result
+
+    def judge(self, source: str) -> Verdict:
+        """The harness's verdict on one variant, recorded (or read back on resume) in the store."""
+        record = self.attempts.judge(source, Lineage("generate", 0, None, MADE_BY))
+        self.records[text_hash(source)] = record
+        assert record.verdict is not None
+        return record.verdict
