@@ -62,7 +62,8 @@ def server() -> Iterator[ScriptedServer]:
 def optimize_command(db: Path, model: str, base_url: str, out: Path) -> list[str]:
     return [sys.executable, "-m", "kforge", "optimize", str(PROBLEMS / "leaky_scale.py"), "--platform", "cpu",
             "--model", model, "--base-url", base_url, "--db", str(db), "--out", str(out), "--rounds", "1",
-            "--attempts", "4", "--baseline", "eager", "--rep-ms", "100", "--timeout", "60"]
+            "--attempts", "4", "--baseline", "eager", "--rep-ms", "100", "--timeout", "60",
+            "--no-builtin-start"]  # the scripted replies start from scratch (the engine's start: test_builtin_e2e)
 
 
 def environment(**keys: str) -> dict[str, str]:
