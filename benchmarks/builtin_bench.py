@@ -3,12 +3,12 @@
     python benchmarks/builtin_bench.py [--platform cpu|cuda|auto] [--budget-s 60] [--deadline-s 540]
                                        [--examples NAME ...] [--json FILE]
 
-For each example (`examples/*/problem.py`) and platform: capture the reference, generate the backend's
-variants (C++/OpenMP on cpu, Triton on cuda; vendor GEMM/convolution variants offered under the
-vendor-GEMM policy), tune them through the harness within --budget-s (short timing, no baselines), then
-judge the winner once more with the harness's default timing and both baselines. The roofline share uses
-the reference's FLOPs and minimum bytes (`kforge.profiling.workload`) and the device's measured peaks
-(`kforge.profiling.peaks`: a large copy's bandwidth, a large matmul's rate).
+For each example (`examples/*/problem.py`) and platform: the engine's proposal (`kforge.engine.propose`:
+capture, simplify, then the backend's variants: C++/OpenMP on cpu, Triton on cuda; vendor GEMM and
+convolution variants are offered under the vendor-GEMM policy); tune them through the harness within
+--budget-s (short timing, no baselines); judge the winner once more with the harness's default timing and
+both baselines. The roofline share uses the reference's FLOPs and minimum bytes (`kforge.profiling.workload`)
+and the device's measured peaks (`kforge.profiling.peaks`: a large copy's bandwidth, a large matmul's rate).
 
 Prints one row per example and geomeans (all, and the GEMM/convolution problems alone), the figures that
 issue 7's targets are stated in. Asserts nothing: a table to record in docs/builtin.md.
@@ -24,13 +24,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from kforge.engine import cpp_backend, triton_backend
-from kforge.engine.capture import LoweringError, capture
-from kforge.engine.tune import TuneSettings, tune
+from kforge.engine.capture import LoweringError
+from kforge.engine.propose import propose
+from kforge.engine.tune import TuneSettings, Variant, tune
 from kforge.platforms import get_platform
 from kforge.problem import Problem, load_problem
 from kforge.profiling.peaks import measure_peaks
@@ -67,12 +66,12 @@ class Row:
     note: str = ""
 
 
-def backend_variants(platform: str, problem: Problem) -> tuple[list[tuple[dict[str, Any], str]], str]:
-    program = capture(problem).program
-    heavy = program.heavy.op if program.heavy else "-"
-    if platform == "cuda":
-        return triton_backend.variants(program, problem.source, vendor_gemm=True), heavy
-    return cpp_backend.variants(program, problem.source, vendor_gemm=True, limit=8), heavy
+def backend_variants(platform: str, problem: Problem) -> tuple[tuple[Variant, ...], str]:
+    """The engine's proposal (capture, simplify, backend), and the heavy op it found."""
+    language = "triton" if platform == "cuda" else "cpp"
+    proposal = propose(problem, language, vendor_gemm=True, limit=24 if language == "triton" else 8)
+    heavy = proposal.program.heavy.op if proposal.program.heavy else "-"
+    return proposal.variants, heavy
 
 
 def run_example(folder: Path, platform: str, budget_s: float, pool: WorkerPool, workdir: Path,

@@ -123,12 +123,17 @@ class _Lowering:
             return
         gemm = heavy.op == "linear" or (heavy.op == "matmul" and len(heavy.shape) == 2
                                          and len(self.program.shape(str(heavy.args[0]))) == 2)
+        generated: Iterable[tuple[Config, Any]] = ()
+        vendor: Iterable[tuple[Config, Any]] = ()
         if gemm and generated_gemm:
             split = self.split(heavy_python=None)
             if all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
-                yield from self.gemm_offers(split)
+                generated = self.gemm_offers(split)
         if vendor_gemm:
-            yield from self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
+            vendor = self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
+        # Taken in turn, so that a caller asking for a few variants still gets both kinds.
+        for pair in itertools.zip_longest(generated, vendor):
+            yield from (offer for offer in pair if offer is not None)
 
     def fused_offers(self, split: _Split, tag: Config) -> Iterator[tuple[Config, Any]]:
         reductions = [node for node in split.compute if node.op in REDUCE_OPS + ROW_OPS]
@@ -146,7 +151,8 @@ class _Lowering:
     def gemm_offers(self, split: _Split) -> Iterator[tuple[Config, Any]]:
         float32 = self.output.dtype == "float32"
         precisions: Iterable[str | None] = _GEMM_PRECISIONS if float32 else (None,)
-        for precision, (bm, bn, bk, warps, stages) in itertools.product(precisions, _GEMM_TILES):
+        # Each tile in both precisions before the next tile, so that a short list still holds both.
+        for (bm, bn, bk, warps, stages), precision in itertools.product(_GEMM_TILES, precisions):
             config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                       "num_stages": stages, "precision": precision or "default"}
             yield config, lambda config=config, precision=precision: self.render_gemm(split, config, precision)
