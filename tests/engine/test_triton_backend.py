@@ -184,3 +184,15 @@ def test_a_convolution_needs_the_vendor_policy() -> None:
         variants(program, "")
     [(config, source)] = variants(program, "", vendor_gemm=True, limit=1)
     assert config["vendor"] is True and "F.conv1d(in_x, self.reference.conv.weight, stride=(1,)" in source
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_variants_compile_run_and_are_timed_on_the_gpu(tmp_path: Path, name: str) -> None:
+    # The interpreter checks the arithmetic; only the GPU compiles the kernels (layouts, tl.dot precisions).
+    for index, (config, source) in enumerate(variants(PROGRAMS[name], _source(name), limit=3)):
+        path = tmp_path / f"{name}_{index}.py"
+        path.write_text(source)
+        verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(platform="cuda", language="triton", trials=1))
+        assert verdict.verdict == Outcome.CORRECT, f"{config}: {verdict.reason}"
+        assert verdict.runtime_ms is not None and verdict.runtime_ms > 0
