@@ -19,6 +19,7 @@ from kforge.agents.generator import GenerationAgent
 from kforge.agents.planner import PlannerAgent
 from kforge.agents.stage_writer import StageWriter
 from kforge.agents.targets import Target
+from kforge.knowledge import Violation
 from kforge.llm import make_chat_model
 from kforge.llm.budget import Budget
 from kforge.llm.recording import RecordingChatModel
@@ -96,7 +97,8 @@ class Harness:
         self.profiled: list[int] = []
         self.events: list[str] = []
 
-    def pipeline(self, settings: StagedSettings, budget: Budget | None = None) -> StagedPipeline:
+    def pipeline(self, settings: StagedSettings, budget: Budget | None = None,
+                 knowledge: KnowledgeAccess | None = None) -> StagedPipeline:
         model = make_chat_model("openai:scripted", base_url=f"{self.server.url}/v1", api_key="sk-test",
                                 retry=FAST_RETRY)
         chat = RecordingChatModel(model, self.store, self.run_id, budget=budget)
@@ -105,7 +107,7 @@ class Harness:
         loop = KForgeLoop(generator=GenerationAgent(chat, TARGET, PROBLEM), analyst=None,  # type: ignore[arg-type]
                           evaluate=self.judge, profile=self.profile, store=self.store, run_id=self.run_id,
                           settings=LoopSettings(attempts=2, rounds=0), on_event=self.events.append)
-        knowledge = KnowledgeAccess.load("cuda", "triton", "NVIDIA H200", PROBLEM, 2000)
+        knowledge = knowledge or KnowledgeAccess.load("cuda", "triton", "NVIDIA H200", PROBLEM, 2000)
         return StagedPipeline(agents=agents, knowledge=knowledge, evaluate=self.judge, profile=self.profile,
                               store=self.store, run_id=self.run_id, settings=settings, functional_pass=loop.run,
                               on_event=self.events.append)
@@ -220,3 +222,19 @@ def test_stages_not_selected_are_never_run(server: ScriptedServer, tmp_path: Pat
     assert "- fusion:" not in harness.prompts()[0] and "- autotuning:" in harness.prompts()[0]
     assert [s.stage for s in result.stages] == ["autotuning"] and result.stages[0].accepted is None
     assert any("stage fusion, which is not open" in e for e in harness.events)
+
+
+def test_knowledge_base_warnings_do_not_stop_a_run_but_reach_the_writer(server: ScriptedServer,
+                                                                        tmp_path: Path) -> None:
+    server.push(*(openai_completion(reply) for reply in [
+        issues(("fusion", "fuse")), code("ms=1.99"), code("ms=1.0")]))
+    harness = Harness(server, tmp_path)
+    real = KnowledgeAccess.load("cuda", "triton", "NVIDIA H200", PROBLEM, 2000)
+    warned = KnowledgeAccess(real.retrieve, lambda source: [Violation("tile-hint", "warning", "prefer 2-D tiles", 7)])
+    result = harness.pipeline(StagedSettings(stages=("fusion",), retries=1), knowledge=warned).run(kernel("ms=2.0"))
+    assert harness.judge.judged == ["ms=2.0", "ms=1.99", "ms=1.0"]  # warned candidates still run
+    retry = harness.prompts()[2]
+    assert "not faster than the stage's input" in retry and "1.99 ms against 2 ms" in retry
+    assert "The knowledge base also warns:\n- tile-hint (line 7): prefer 2-D tiles" in retry
+    assert result.best is not None and result.best.runtime_ms == 1.0
+    assert len(server.received) == 3  # no stage left open: no fresh analysis
