@@ -114,9 +114,12 @@ class _Renderer:
 
     # ---- names --------------------------------------------------------------------------------------------
     def root_var(self, name: str) -> str:
+        """The C++ variable of an input, param or prepared value (prefixed: never a local of the wrapper)."""
         if self.program.heavy is not None and name == self.program.heavy.name:
             return "heavy"
-        return identifier(name)
+        if any(spec.name == name for spec in self.program.inputs):
+            return f"in_{identifier(name)}"
+        return f"param_{identifier(name)}"
 
     def leaf_var(self, leaf: Leaf) -> str:
         return f"t_{identifier(leaf.name)}" if leaf.views else self.root_var(leaf.root)
@@ -274,7 +277,7 @@ class _Renderer:
         if len(self.plan.out_shape) != len(spec.shape) or (red is not None and red.attr("dim") == 0) \
                 or any(node.op in ir.VIEW_OPS for node in program.nodes):
             return None
-        name = identifier(spec.name)
+        name = self.root_var(spec.name)
         return {"name": name, "rank": len(spec.shape), "plain": call,
                 "call": [f"{arg}.flatten(0, extra)" if arg == name else arg for arg in call]}
 
