@@ -218,6 +218,10 @@ def optimize_command(
                     _bad_input("--kernel and --stages belong to the staged pipeline: add --pipeline staged", False)
                 chosen = get_platform(platform)
                 chosen_language = language or chosen.languages[0]
+                if language is None and str(settings.model or BUILTIN) == BUILTIN:
+                    # The engine writes C++ and Triton: the platform's first of those.
+                    chosen_language = next((lang for lang in chosen.languages if lang in ("cpp", "triton")),
+                                           chosen_language)
                 request = OptimizeRequest(
                     problem=problem, platform=chosen.name, language=chosen_language,
                     model=str(settings.model or BUILTIN), eval_options=eval_options, reference=reference,
