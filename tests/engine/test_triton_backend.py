@@ -99,6 +99,15 @@ PROGRAMS: dict[str, Program] = {
         heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (20, 24)),
         nodes=(_n("g", "gelu_tanh", ("h",), (20, 24)), _n("out", "mul", ("g", 0.5), (20, 24))),
         outputs=("out",)),
+    "causal_conv_silu": Program(
+        inputs=(_x((2, 5, 30), (True, False, True)),),
+        params=(TensorSpec("conv.weight", (5, 1, 4)), TensorSpec("conv.bias", (5,))),
+        heavy=_n("c", "conv1d", ("x", "conv.weight", "conv.bias"), (2, 5, 33), stride=(1,), padding=(3,),
+                 dilation=(1,), groups=5),
+        nodes=(_n("n", "size", ("x",), (), dim=2),
+               _n("causal", "slice", ("c", "n"), (2, 5, 30), dim=2, start=0, stop=None, step=1),
+               _n("out", "silu", ("causal",), (2, 5, 30))),
+        outputs=("out",)),
 }
 
 
@@ -174,16 +183,22 @@ def test_two_reductions_are_refused_in_one_line() -> None:
         variants(program, "")
 
 
-def test_a_convolution_needs_the_vendor_policy() -> None:
+def test_a_full_convolution_needs_the_vendor_policy() -> None:
     program = Program(
-        inputs=(_x((2, 3, 16), (True, False, True)),), params=(TensorSpec("conv.weight", (3, 1, 3)),),
-        heavy=_n("c", "conv1d", ("x", "conv.weight"), (2, 3, 14), stride=(1,), padding=(0,), dilation=(1,),
-                 groups=3),
-        nodes=(_n("out", "relu", ("c",), (2, 3, 14)),), outputs=("out",))
+        inputs=(_x((2, 3, 16), (True, False, True)),), params=(TensorSpec("conv.weight", (4, 3, 3)),),
+        heavy=_n("c", "conv1d", ("x", "conv.weight"), (2, 4, 14), stride=(1,), padding=(0,), dilation=(1,),
+                 groups=1),
+        nodes=(_n("out", "relu", ("c",), (2, 4, 14)),), outputs=("out",))
     with pytest.raises(Unsupported, match="vendor"):
         variants(program, "")
     [(config, source)] = variants(program, "", vendor_gemm=True, limit=1)
     assert config["vendor"] is True and "F.conv1d(in_x, self.reference.conv.weight, stride=(1,)" in source
+
+
+def test_a_depthwise_convolution_is_generated_without_the_vendor() -> None:
+    found = variants(PROGRAMS["causal_conv_silu"], _source("causal_conv_silu"))
+    assert found and all("F.conv1d" not in source and "_depthwise_conv1d_kernel" in source for _, source in found)
+    assert {config["BLOCK_T"] for config, _ in found} >= {256, 512, 1024}
 
 
 @pytest.mark.gpu

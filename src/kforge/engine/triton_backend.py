@@ -47,6 +47,7 @@ _ROWS = [{"TILE": tile, "BLOCK_R": block, "num_warps": warps}
                                     (1024, 256, 2), (16384, 8192, 16), (4096, 128, 4)]]
 _GEMM_TILES = [(64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3),
                (32, 64, 32, 4, 4), (64, 32, 64, 4, 4), (128, 128, 64, 8, 2), (32, 32, 32, 2, 2)]
+_DEPTHWISE = [{"BLOCK_T": block, "conv_warps": warps} for block, warps in [(512, 4), (1024, 4), (256, 2), (2048, 8)]]
 # float32 products: full precision on the FMA units, or three TF32 tensor-core products (about float32 accuracy).
 _GEMM_PRECISIONS = ("ieee", "tf32x3")
 
@@ -99,6 +100,7 @@ class _Split:
     scalars: dict[str, str] = field(default_factory=dict)  # value name -> Python variable (floats)
     compute: list[Node] = field(default_factory=list)
     alias: dict[str, str] = field(default_factory=dict)  # a same-shape view of a compute value -> that value
+    heavy_kernel: str = ""  # the source of a generated heavy op the forward calls (a depthwise convolution)
 
 
 class _Lowering:
@@ -129,6 +131,8 @@ class _Lowering:
             split = self.split(heavy_python=None)
             if all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
                 generated = self.gemm_offers(split)
+        elif _depthwise(self.program, heavy) and generated_gemm:
+            generated = self.depthwise_offers(heavy)
         if vendor_gemm:
             vendor = self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
         # Taken in turn, so that a caller asking for a few variants still gets both kinds.
@@ -147,6 +151,17 @@ class _Lowering:
         else:
             for config in _POINTWISE:
                 yield {**tag, **config}, lambda config=config: self.render_pointwise(split, config)
+
+    def depthwise_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
+        """A generated depthwise convolution, then the epilogue's own fused kernel (if any work is left)."""
+        options = ", ".join(str(_first(heavy.attr(key), default)) for key, default in
+                            (("stride", 1), ("padding", 0), ("dilation", 1)))
+        bias = "{2}" if len(heavy.value_args) > 2 else "None"
+        for conv in _DEPTHWISE:
+            split = self.split(heavy_python=f"_depthwise_conv1d({{0}}, {{1}}, {bias}, {options})")
+            split.heavy_kernel = self.env.get_template("conv1d_depthwise.py.j2").render(config=conv)
+            epilogue = list(self.fused_offers(split, conv))
+            yield from epilogue[:2]  # the convolution's tiles matter more than the epilogue's here
 
     def gemm_offers(self, split: _Split) -> Iterator[tuple[Config, Any]]:
         float32 = self.output.dtype == "float32"
@@ -259,11 +274,13 @@ class _Lowering:
         return {"doc": doc, "config_text": ", ".join(f"{k}={v}" for k, v in config.items()) or "none",
                 "reference": self.reference.rstrip(), "prelude": split.prelude, "config": config,
                 "arguments": ", ".join(self.arguments.values()), "kernel": "_fused",
-                "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name))}
+                "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name)),
+                "heavy_kernel": split.heavy_kernel}
 
     def render_python_only(self, split: _Split) -> str:
+        what = "A generated depthwise convolution" if split.heavy_kernel else "The vendor's operator"
         source = self.env.get_template("_module.py.j2").render(
-            **self.common(split, {}, "The vendor's operator; every operation after it is a view."))
+            **self.common(split, {}, f"{what}; every operation after it is a view."))
         return source.rstrip() + f"\n        return {split.python[self.resolve(split, self.output.name)]}\n"
 
     def render_pointwise(self, split: _Split, config: Config) -> str:
@@ -357,6 +374,24 @@ class _RowsPlan:
             eps=literal(red.attr("eps", 1e-5)))
 
 
+def _depthwise(program: Program, heavy: Node) -> bool:
+    """A conv1d with one filter per channel (groups == in channels == out channels) and no string padding."""
+    if heavy.op != "conv1d" or len(heavy.value_args) < 2:
+        return False
+    x, weight = (program.shape(str(arg)) for arg in heavy.value_args[:2])
+    groups = heavy.attr("groups", 1)
+    padding = heavy.attr("padding", 0)
+    return (len(x) == 3 and len(weight) == 3 and weight[1] == 1 and groups == x[1] == weight[0]
+            and not isinstance(padding, str))
+
+
+def _first(value: Any, default: int) -> int:
+    """A conv attribute as one int (the IR keeps tuples, one entry per spatial dim)."""
+    if value is None:
+        return default
+    return int(value[0]) if isinstance(value, (tuple, list)) else int(value)
+
+
 def _ancestors(split: _Split, name: str) -> set[str]:
     """`name` and every compute value it depends on."""
     by_name = {node.name: node for node in split.compute}
@@ -397,11 +432,14 @@ def _broadcast_mode(spec: TensorSpec | Node, shape: tuple[int, ...], dim: int, p
 
 
 def _prepare(leaf: _Leaf, shape: str) -> str:
+    """The expression handing `leaf` to the kernel: parameters as they are where their layout already fits."""
+    if leaf.mode in ("scalar", "row", "col") and leaf.python.startswith("self.reference"):
+        return leaf.python  # a parameter or buffer: contiguous, and the kernel indexes it as a vector
     if leaf.mode == "scalar":
         return f"{leaf.python}.reshape(1)"
     if leaf.mode in ("row", "col"):
         return f"{leaf.python}.reshape(-1).contiguous()"
-    return f"{leaf.python}.expand({shape}).contiguous()"
+    return f"_dense({leaf.python}, {shape})"
 
 
 def _rows_load(leaf: _Leaf, full: bool) -> str:
