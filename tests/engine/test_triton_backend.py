@@ -99,6 +99,18 @@ PROGRAMS: dict[str, Program] = {
         heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (20, 24)),
         nodes=(_n("g", "gelu_tanh", ("h",), (20, 24)), _n("out", "mul", ("g", 0.5), (20, 24))),
         outputs=("out",)),
+    "batched_scores": Program(
+        inputs=(TensorSpec("a", (3, 9, 20), static=(False, False, False)),
+                TensorSpec("b", (3, 20, 17), static=(False, False, True))),
+        params=(TensorSpec("bias", (17,)),),
+        heavy=_n("s", "bmm", ("a", "b"), (3, 9, 17)),
+        nodes=(_n("m", "mul", ("s", 0.125), (3, 9, 17)), _n("t", "tanh", ("m",), (3, 9, 17)),
+               _n("out", "add", ("t", "bias"), (3, 9, 17))),
+        outputs=("out",)),
+    "projection_relu": Program(
+        inputs=(_x((2, 5, 12), (True, True, False)),), params=(TensorSpec("weight", (12, 20)),),
+        heavy=_n("p", "matmul", ("x", "weight"), (2, 5, 20)),
+        nodes=(_n("out", "relu", ("p",), (2, 5, 20)),), outputs=("out",)),
     "causal_conv_silu": Program(
         inputs=(_x((2, 5, 30), (True, False, True)),),
         params=(TensorSpec("conv.weight", (5, 1, 4)), TensorSpec("conv.bias", (5,))),

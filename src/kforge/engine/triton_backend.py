@@ -123,8 +123,7 @@ class _Lowering:
         if heavy is None:
             yield from self.fused_offers(self.split(heavy_python=None), {})
             return
-        gemm = heavy.op == "linear" or (heavy.op == "matmul" and len(heavy.shape) == 2
-                                         and len(self.program.shape(str(heavy.args[0]))) == 2)
+        gemm = heavy.op == "linear" or _batched(self.program, heavy) is not None
         generated: Iterable[tuple[Config, Any]] = ()
         vendor: Iterable[tuple[Config, Any]] = ()
         if gemm and generated_gemm:
@@ -313,7 +312,8 @@ class _Lowering:
             **self.common(split, config, f"A generated GEMM ({heavy.op}) with its epilogue applied to the "
                                          "accumulator before the one store."),
             leaves=leaves, body=loads + self.body(split, epilogue), scalars=self.scalars_of(split, epilogue),
-            op=heavy.op, a_python=args[0], b_python=args[1], has_bias=len(args) > 2,
+            op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python=args[0], b_python=args[1],
+            has_bias=len(args) > 2,
             bias_python=args[2] if len(args) > 2 else "", heavy=var(heavy.name),
             precision=precision)
 
@@ -372,6 +372,22 @@ class _RowsPlan:
             mean=red.op in ("mean", "layer_norm"), red=var(red.name), red_op=red.op,
             x=var(self.source), tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
             eps=literal(red.attr("eps", 1e-5)))
+
+
+def _batched(program: Program, heavy: Node) -> bool | None:
+    """For a product the generated GEMM computes: whether it is batched (3-D by 3-D); None for any other op.
+
+    Covered: `matmul` of any left operand by a 2-D right one (the left's leading dims are rows), and `bmm` or
+    `matmul` of two 3-D operands with the same batch.
+    """
+    if heavy.op not in ("matmul", "bmm") or len(heavy.value_args) != 2:
+        return None
+    left, right = (program.shape(str(arg)) for arg in heavy.value_args)
+    if len(right) == 2 and len(left) >= 1 and heavy.op == "matmul":
+        return False
+    if len(left) == 3 and len(right) == 3 and left[0] == right[0]:
+        return True
+    return None
 
 
 def _depthwise(program: Program, heavy: Node) -> bool:
