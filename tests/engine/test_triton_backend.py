@@ -111,6 +111,12 @@ PROGRAMS: dict[str, Program] = {
         inputs=(_x((2, 5, 12), (True, True, False)),), params=(TensorSpec("weight", (12, 20)),),
         heavy=_n("p", "matmul", ("x", "weight"), (2, 5, 20)),
         nodes=(_n("out", "relu", ("p",), (2, 5, 20)),), outputs=("out",)),
+    "linear_softmax": Program(
+        inputs=(_x((14, 24), (True, False)),),
+        params=(TensorSpec("linear.weight", (300, 24)), TensorSpec("linear.bias", (300,))),
+        heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (14, 300)),
+        nodes=(_n("d", "mul", ("h", 2.0), (14, 300)), _n("out", "softmax", ("d",), (14, 300), dim=1)),
+        outputs=("out",)),
     "causal_conv_silu": Program(
         inputs=(_x((2, 5, 30), (True, False, True)),),
         params=(TensorSpec("conv.weight", (5, 1, 4)), TensorSpec("conv.bias", (5,))),
@@ -193,6 +199,12 @@ def test_two_reductions_are_refused_in_one_line() -> None:
         outputs=("out",))
     with pytest.raises(Unsupported, match="at most one reduction"):
         variants(program, "")
+
+
+def test_a_reduction_after_a_gemm_runs_in_its_own_fused_kernel() -> None:
+    found = variants(PROGRAMS["linear_softmax"], _source("linear_softmax"))
+    assert all("_gemm_kernel" in source and "tl.dot" in source and "F.linear" not in source for _, source in found)
+    assert all(source.count("@triton.jit") == 2 for _, source in found)
 
 
 def test_a_full_convolution_needs_the_vendor_policy() -> None:

@@ -7,11 +7,14 @@ What it emits (templates under `kforge/data/engine/triton/`):
   normalization (sum, mean, amax, amin, logsumexp, softmax, log_softmax, layer_norm over the last or a middle
   dim) uses `rows.py.j2`: the pointwise work before the reduction is done while loading its tiles, the work
   after it while storing;
-- `linear` or a 2-D `matmul` followed by pointwise work: a generated GEMM (`gemm.py.j2`: tiled `tl.dot`,
-  masked edges, grouped tile order) with bias and the pointwise chain applied to the accumulator before its
-  one store; and, for the vendor-GEMM policy, the vendor's GEMM followed by one fused kernel as above;
-- any other heavy op (convolution, batched matmul) or a heavy op followed by a reduction: the vendor's op
-  followed by one fused kernel.
+- `linear`, `matmul` by a 2-D right operand, `bmm` (or 3-D `matmul`): a generated GEMM (`_gemm.j2`: tiled
+  `tl.dot`, masked edges, grouped tile order, batch on the second grid axis). A pointwise epilogue is
+  applied to the accumulator before the one store (`gemm.py.j2`); an epilogue with a reduction runs in one
+  fused kernel after the bare product (`gemm_function.j2`);
+- a depthwise `conv1d` (one filter per channel): a generated direct convolution (`conv1d_depthwise.py.j2`),
+  then the epilogue's fused kernel;
+- under the vendor-GEMM policy (`vendor_gemm=True`), also: the vendor's op (any heavy op) followed by one
+  fused kernel. Other convolutions are offered only that way.
 
 Work the IR marks as Python-side stays in the generated `forward`: views and slices of inputs, parameters
 and the heavy output (no data moves), and scalars computed from run-time sizes (`math.log(n)`). Parameters
@@ -130,6 +133,8 @@ class _Lowering:
             split = self.split(heavy_python=None)
             if all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
                 generated = self.gemm_offers(split)
+            else:
+                generated = self.gemm_then_fused_offers(heavy)
         elif _depthwise(self.program, heavy) and generated_gemm:
             generated = self.depthwise_offers(heavy)
         if vendor_gemm:
@@ -151,6 +156,18 @@ class _Lowering:
             for config in _POINTWISE:
                 yield {**tag, **config}, lambda config=config: self.render_pointwise(split, config)
 
+    def gemm_then_fused_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
+        """The generated GEMM alone, then one fused kernel for an epilogue it cannot hold (a reduction)."""
+        bias = ", {2}" if len(heavy.value_args) > 2 else ""
+        for config, precision in itertools.islice(self.gemm_configs(), 8):
+            split = self.split(heavy_python=f"_gemm({{0}}, {{1}}{bias})")
+            split.heavy_kernel = self.env.get_template("gemm_function.j2").render(
+                kernel="_gemm_kernel", leaves=[], body=[], scalars=[], heavy=var(heavy.name), result=var(heavy.name),
+                has_bias=bool(bias), op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python="a_in",
+                b_python="b_in", bias_python="bias", out_dtype=f"torch.{heavy.dtype}", config=config,
+                precision=precision, config_text=_config_text(config))
+            yield from itertools.islice(self.fused_offers(split, config), 2)
+
     def depthwise_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
         """A generated depthwise convolution, then the epilogue's own fused kernel (if any work is left)."""
         options = ", ".join(str(_first(heavy.attr(key), default)) for key, default in
@@ -162,13 +179,17 @@ class _Lowering:
             epilogue = list(self.fused_offers(split, conv))
             yield from epilogue[:2]  # the convolution's tiles matter more than the epilogue's here
 
-    def gemm_offers(self, split: _Split) -> Iterator[tuple[Config, Any]]:
-        float32 = self.output.dtype == "float32"
+    def gemm_configs(self) -> Iterator[tuple[Config, str | None]]:
+        heavy = self.program.heavy
+        float32 = heavy is not None and heavy.dtype == "float32"
         precisions: Iterable[str | None] = _GEMM_PRECISIONS if float32 else (None,)
         # Each tile in both precisions before the next tile, so that a short list still holds both.
         for (bm, bn, bk, warps, stages), precision in itertools.product(_GEMM_TILES, precisions):
-            config = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
-                      "num_stages": stages, "precision": precision or "default"}
+            yield ({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
+                    "num_stages": stages, "precision": precision or "default"}, precision)
+
+    def gemm_offers(self, split: _Split) -> Iterator[tuple[Config, Any]]:
+        for config, precision in self.gemm_configs():
             yield config, lambda config=config, precision=precision: self.render_gemm(split, config, precision)
 
     # ---- the Python side -------------------------------------------------------------------------------------
@@ -270,7 +291,7 @@ class _Lowering:
         return [local for name, local in split.scalars.items() if name in used]
 
     def common(self, split: _Split, config: Config, doc: str) -> dict[str, Any]:
-        return {"doc": doc, "config_text": ", ".join(f"{k}={v}" for k, v in config.items()) or "none",
+        return {"doc": doc, "config_text": _config_text(config),
                 "reference": self.reference.rstrip(), "prelude": split.prelude, "config": config,
                 "arguments": ", ".join(self.arguments.values()), "kernel": "_fused",
                 "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name)),
@@ -372,6 +393,10 @@ class _RowsPlan:
             mean=red.op in ("mean", "layer_norm"), red=var(red.name), red_op=red.op,
             x=var(self.source), tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
             eps=literal(red.attr("eps", 1e-5)))
+
+
+def _config_text(config: Config) -> str:
+    return ", ".join(f"{key}={value}" for key, value in config.items()) or "none"
 
 
 def _batched(program: Program, heavy: Node) -> bool | None:
