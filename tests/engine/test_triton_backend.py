@@ -117,6 +117,14 @@ PROGRAMS: dict[str, Program] = {
         heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (14, 300)),
         nodes=(_n("d", "mul", ("h", 2.0), (14, 300)), _n("out", "softmax", ("d",), (14, 300), dim=1)),
         outputs=("out",)),
+    # As simplification leaves it: the weights summed over their rows (prepared), a GEMV, a unit dim dropped.
+    "linear_row_sum": Program(
+        inputs=(_x((12, 40), (True, False)),),
+        params=(TensorSpec("linear.weight", (50, 40)), TensorSpec("linear.bias", (50,))),
+        prepared=(_n("w_rows", "sum", ("linear.weight",), (1, 40), dim=0, keepdim=True),
+                  _n("b_sum", "sum", ("linear.bias",), (1,), dim=0, keepdim=True)),
+        heavy=_n("h", "linear", ("x", "w_rows", "b_sum"), (12, 1)),
+        nodes=(_n("out", "view", ("h",), (12,), shape=(12,)),), outputs=("out",)),
     "causal_conv_silu": Program(
         inputs=(_x((2, 5, 30), (True, False, True)),),
         params=(TensorSpec("conv.weight", (5, 1, 4)), TensorSpec("conv.bias", (5,))),
@@ -205,6 +213,12 @@ def test_a_reduction_after_a_gemm_runs_in_its_own_fused_kernel() -> None:
     found = variants(PROGRAMS["linear_softmax"], _source("linear_softmax"))
     assert all("_gemm_kernel" in source and "tl.dot" in source and "F.linear" not in source for _, source in found)
     assert all(source.count("@triton.jit") == 2 for _, source in found)
+
+
+def test_prepared_values_are_computed_by_their_own_kernels_each_call() -> None:
+    [(_config, source)] = variants(PROGRAMS["linear_row_sum"], _source("linear_row_sum"), limit=1)
+    assert "_prepare0(self.reference.linear.weight)" in source and "_prepare1(self.reference.linear.bias)" in source
+    assert source.rstrip().endswith("return out.reshape(out_shape).squeeze(-1)")
 
 
 def test_a_full_convolution_needs_the_vendor_policy() -> None:

@@ -103,13 +103,12 @@ class _Split:
     scalars: dict[str, str] = field(default_factory=dict)  # value name -> Python variable (floats)
     compute: list[Node] = field(default_factory=list)
     alias: dict[str, str] = field(default_factory=dict)  # a same-shape view of a compute value -> that value
-    heavy_kernel: str = ""  # the source of a generated heavy op the forward calls (a depthwise convolution)
+    heavy_kernel: str = ""  # functions the forward calls: prepared values, a generated heavy op
+    finish: str = ""  # a unit-dim view applied to the kernel's output, when the program's output is one
 
 
 class _Lowering:
     def __init__(self, program: Program, reference: str) -> None:
-        if program.prepared:
-            raise Unsupported("the Triton backend does not lower prepared values yet")
         if len(program.outputs) != 1:
             raise Unsupported(f"the Triton backend lowers one output, not {len(program.outputs)}")
         self.program = program
@@ -161,7 +160,7 @@ class _Lowering:
         bias = ", {2}" if len(heavy.value_args) > 2 else ""
         for config, precision in itertools.islice(self.gemm_configs(), 8):
             split = self.split(heavy_python=f"_gemm({{0}}, {{1}}{bias})")
-            split.heavy_kernel = self.env.get_template("gemm_function.j2").render(
+            split.heavy_kernel += self.env.get_template("gemm_function.j2").render(
                 kernel="_gemm_kernel", leaves=[], body=[], scalars=[], heavy=var(heavy.name), result=var(heavy.name),
                 has_bias=bool(bias), op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python="a_in",
                 b_python="b_in", bias_python="bias", out_dtype=f"torch.{heavy.dtype}", config=config,
@@ -175,7 +174,7 @@ class _Lowering:
         bias = "{2}" if len(heavy.value_args) > 2 else "None"
         for conv in _DEPTHWISE:
             split = self.split(heavy_python=f"_depthwise_conv1d({{0}}, {{1}}, {bias}, {options})")
-            split.heavy_kernel = self.env.get_template("conv1d_depthwise.py.j2").render(config=conv)
+            split.heavy_kernel += self.env.get_template("conv1d_depthwise.py.j2").render(config=conv)
             epilogue = list(self.fused_offers(split, conv))
             yield from epilogue[:2]  # the convolution's tiles matter more than the epilogue's here
 
@@ -200,6 +199,10 @@ class _Lowering:
             split.python[spec.name] = self.arguments[spec.name]
         for spec in self.program.params:
             split.python[spec.name] = param_expression(spec.name)
+        for index, node in enumerate(self.program.prepared):
+            split.heavy_kernel += self.prepared_function(node, f"_prepare{index}") + "\n\n"
+            arguments = ", ".join(split.python[str(arg)] for arg in node.value_args)
+            self.bind(split, node.name, f"_prepare{index}({arguments})")
         heavy = self.program.heavy
         if heavy is not None and heavy_python is not None:
             self.bind(split, heavy.name, heavy_python.format(*(split.python[str(a)] for a in heavy.value_args)))
@@ -224,11 +227,26 @@ class _Lowering:
         elif node.op in ("view", "slice") and args[0] in split.python:
             self.bind(split, node.name, self.view_expression(split, node))
         elif node.op in ("view", "slice"):
-            if node.shape != self.program.shape(args[0]):
+            finish = "" if node.shape == self.program.shape(args[0]) else _unit_view(self.program.shape(args[0]),
+                                                                                  node.shape)
+            if finish is None or (finish and node.name != self.output.name):
                 raise Unsupported(f"the Triton backend cannot reshape a computed value (node {node.name!r})")
             split.alias[node.name] = split.alias.get(args[0], args[0])
+            split.finish = finish
         else:
             split.compute.append(node)
+
+    def prepared_function(self, node: Node, function: str) -> str:
+        """A function computing a prepared value (a reduction of parameters) with its own fused kernel, each call."""
+        if node.op not in REDUCE_OPS + ROW_OPS:
+            raise Unsupported(f"the Triton backend cannot prepare {node.op!r} (node {node.name!r})")
+        operands = tuple(TensorSpec(name, self.program.shape(name), self.program.spec(name).dtype)
+                         for name in node.value_args)
+        lowering = _Lowering(Program(inputs=operands, params=(), nodes=(node,), outputs=(node.name,)), "")
+        split = lowering.split(heavy_python=None)
+        return _RowsPlan(lowering, split, node).render(
+            _ROWS[0], "rows_function.j2", function=function, kernel=f"{function}_kernel",
+            doc=f"{node.op} of {', '.join(node.value_args)} over dim {node.attr('dim')}: the prepared {node.name}.")
 
     def python_operand(self, split: _Split, arg: Arg) -> str:
         if not isinstance(arg, str):
@@ -295,7 +313,7 @@ class _Lowering:
                 "reference": self.reference.rstrip(), "prelude": split.prelude, "config": config,
                 "arguments": ", ".join(self.arguments.values()), "kernel": "_fused",
                 "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name)),
-                "heavy_kernel": split.heavy_kernel}
+                "heavy_kernel": split.heavy_kernel, "finish": split.finish}
 
     def render_python_only(self, split: _Split) -> str:
         what = "A generated depthwise convolution" if split.heavy_kernel else "The vendor's operator"
@@ -354,18 +372,19 @@ class _RowsPlan:
         before = _ancestors(split, source)
         self.pre = [node for node in split.compute if node.name in before]
         self.post = [node for node in split.compute if node.name not in before and node is not red]
-        self.full = lowering.output.shape == self.shape and len(self.shape) > 0
-        if not self.full and lowering.output.shape != red.shape:
+        output = program.spec(lowering.resolve(split, lowering.output.name))
+        self.full = output.shape == self.shape and len(self.shape) > 0
+        if not self.full and output.shape != red.shape:
             raise Unsupported("the Triton backend cannot broadcast a reduction's result to a new shape")
         self.source = source
 
-    def render(self, config: Config) -> str:
+    def render(self, config: Config, template: str = "rows.py.j2", **extra: Any) -> str:
         lowering, split, red = self.lowering, self.split, self.red
         params = lowering.program.params
         tile_leaves = lowering.leaves_of(split, [*self.pre, Node("_", "neg", (self.source,), ())])
-        extra = list(red.value_args[1:])  # layer_norm's weight and bias
+        norm_args = list(red.value_args[1:])  # layer_norm's weight and bias
         known = {leaf.name for leaf in tile_leaves}
-        tile_leaves += [_Leaf(arg, split.python[arg]) for arg in extra if arg not in known]
+        tile_leaves += [_Leaf(arg, split.python[arg]) for arg in norm_args if arg not in known]
         for leaf in tile_leaves:
             leaf.mode = _broadcast_mode(lowering.program.spec(leaf.name), self.shape, self.dim, params)
             leaf.prepare = _prepare(leaf, "shape")
@@ -379,20 +398,33 @@ class _RowsPlan:
             leaf.prepare = _prepare(leaf, "shape" if self.full else "out_shape")
         tile_lines = [_rows_load(leaf, full=True) for leaf in tile_leaves] + lowering.body(split, self.pre)
         post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
-        weight = var(extra[0]) if len(extra) > 0 else ""
-        bias = var(extra[1]) if len(extra) > 1 else ""
+        weight = var(norm_args[0]) if len(norm_args) > 0 else ""
+        bias = var(norm_args[1]) if len(norm_args) > 1 else ""
         stat = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "layer_norm": "moments"}.get(red.op, "lse")
-        tile_names = {leaf.name for leaf in tile_leaves}
-        return lowering.env.get_template("rows.py.j2").render(
-            **lowering.common(split, config, f"A fused {red.op} over one dim, with the pointwise work before it "
-                                             "done on its input tiles and the work after it on its output."),
-            leaves=tile_leaves + post_leaves, tile_leaves=[leaf for leaf in tile_leaves if leaf.name in tile_names
-                                                           and leaf.name not in extra] or tile_leaves,
+        common = lowering.common(split, config, f"A fused {red.op} over one dim, with the pointwise work before "
+                                                "it done on its input tiles and the work after it on its output.")
+        return lowering.env.get_template(template).render(
+            **{**common, **extra},
+            # The operands whose broadcast shape is the reduced operand's (layer norm's weight and bias left out).
+            leaves=tile_leaves + post_leaves,
+            tile_leaves=[leaf for leaf in tile_leaves if leaf.name not in norm_args] or tile_leaves,
             scalars=lowering.scalars_of(split, [*self.pre, *self.post, red]), last=self.from_end == 0,
             from_end=self.from_end, full=self.full, keepdim=bool(red.attr("keepdim", False)), stat=stat,
             mean=red.op in ("mean", "layer_norm"), red=var(red.name), red_op=red.op,
             x=var(self.source), tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
             eps=literal(red.attr("eps", 1e-5)))
+
+
+def _unit_view(source: tuple[int, ...], target: tuple[int, ...]) -> str | None:
+    """The view from `source` to `target` when it drops or adds one size-1 dim (counted from the end, so
+    leading dims may vary at run time): '.squeeze(-1)', '.unsqueeze(-2)' ...; None for any other view."""
+    for position in range(len(source)):
+        if source[position] == 1 and source[:position] + source[position + 1:] == target:
+            return f".squeeze({position - len(source)})"
+    for position in range(len(target)):
+        if target[position] == 1 and target[:position] + target[position + 1:] == source:
+            return f".unsqueeze({position - len(target)})"
+    return None
 
 
 def _config_text(config: Config) -> str:
