@@ -249,3 +249,55 @@ def test_variants_compile_run_and_are_timed_on_the_gpu(tmp_path: Path, name: str
         verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(platform="cuda", language="triton", trials=1))
         assert verdict.verdict == Outcome.CORRECT, f"{config}: {verdict.reason}"
         assert verdict.runtime_ms is not None and verdict.runtime_ms > 0
+
+
+REDUCTION_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {call} * 0.5 + 1.0
+
+
+def get_inputs():
+    return [torch.randn(3, 37, 6)]
+
+
+def get_input_variants():
+    return [[torch.randn(2, 150, 3)], [torch.randn(1, 1, 9)]]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize(("op", "dim", "keepdim"), [
+    ("sum", 1, False), ("mean", 2, True), ("amax", 2, False), ("amin", 1, True), ("logsumexp", 0, False),
+    ("softmax", 1, None), ("log_softmax", 1, None), ("log_softmax", 2, None),
+])
+def test_each_reduction_over_each_kind_of_dim(tmp_path: Path, op: str, dim: int, keepdim: bool | None) -> None:
+    """Middle, last and first dims; reduced and full-size outputs; a multi-pass walk on the long variant."""
+    shape = (3, 37, 6)
+    if keepdim is None:
+        call, reduced, attrs = f"torch.{op}(x, dim={dim})", shape, {"dim": dim}
+    else:
+        call = f"torch.{op}(x, dim={dim}, keepdim={keepdim})"
+        reduced = tuple(1 if d == dim else n for d, n in enumerate(shape) if keepdim or d != dim)
+        attrs = {"dim": dim, "keepdim": keepdim}
+    problem = REDUCTION_PROBLEM.format(call=call)
+    (tmp_path / "problem.py").write_text(problem)
+    program = Program(
+        inputs=(TensorSpec("x", shape, static=(False, False, False)),), params=(),
+        nodes=(_n("r", op, ("x",), reduced, **attrs), _n("h", "mul", ("r", 0.5), reduced),
+               _n("out", "add", ("h", 1.0), reduced)),
+        outputs=("out",))
+    found = variants(program, problem)
+    walked = [v for v in found if v[0]["BLOCK_R"] == 128] if dim == 1 else []  # 150 long: walked in blocks
+    for config, source in [found[0], *walked]:
+        path = tmp_path / f"solution_{config['BLOCK_R']}.py"
+        path.write_text(source)
+        verdict = evaluate(tmp_path / "problem.py", path, fast_options(language="triton", trials=1))
+        assert verdict.verdict == Outcome.CORRECT, f"{config}: {verdict.reason}"
