@@ -117,6 +117,14 @@ PROGRAMS: dict[str, Program] = {
         heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (14, 300)),
         nodes=(_n("d", "mul", ("h", 2.0), (14, 300)), _n("out", "softmax", ("d",), (14, 300), dim=1)),
         outputs=("out",)),
+    # Not held by the convolution's store (a broadcast parameter): the convolution, then a fused kernel.
+    "strided_conv_scale": Program(
+        inputs=(_x((2, 5, 30), (True, False, True)),),
+        params=(TensorSpec("conv.weight", (5, 1, 3)), TensorSpec("scale", (5,))),
+        heavy=_n("c", "conv1d", ("x", "conv.weight"), (2, 5, 15), stride=(2,), padding=(2,), dilation=(2,),
+                 groups=5),
+        nodes=(_n("s", "view", ("scale",), (1, 5, 1), shape=(1, 5, 1)), _n("out", "mul", ("c", "s"), (2, 5, 15))),
+        outputs=("out",)),
     # As simplification leaves it: the weights summed over their rows (prepared), a GEMV, a unit dim dropped.
     "linear_row_sum": Program(
         inputs=(_x((12, 40), (True, False)),),
@@ -237,6 +245,11 @@ def test_a_depthwise_convolution_is_generated_without_the_vendor() -> None:
     found = variants(PROGRAMS["causal_conv_silu"], _source("causal_conv_silu"))
     assert found and all("F.conv1d" not in source and "_depthwise_conv1d_kernel" in source for _, source in found)
     assert {config["BLOCK_T"] for config, _ in found} >= {256, 512, 1024}
+    # The causal slice and the SiLU are held by the convolution's store: one kernel.
+    assert all(source.count("@triton.jit") == 1 and "tl.sigmoid" in source for _, source in found)
+    # A per-channel scale is not: a second, fused kernel follows.
+    assert all(source.count("@triton.jit") == 2 for _, source in variants(PROGRAMS["strided_conv_scale"],
+                                                                         _source("strided_conv_scale")))
 
 
 @pytest.mark.gpu

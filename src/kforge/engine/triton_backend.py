@@ -168,15 +168,57 @@ class _Lowering:
             yield from itertools.islice(self.fused_offers(split, config), 2)
 
     def depthwise_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
-        """A generated depthwise convolution, then the epilogue's own fused kernel (if any work is left)."""
+        """A generated depthwise convolution: with the epilogue in its store when the epilogue is a causal slice
+        and pointwise work on the result alone, else followed by the epilogue's own fused kernel."""
         options = ", ".join(str(_first(heavy.attr(key), default)) for key, default in
                             (("stride", 1), ("padding", 0), ("dilation", 1)))
         bias = "{2}" if len(heavy.value_args) > 2 else "None"
+        template = self.env.get_template("conv1d_depthwise.py.j2")
+        fused = self.depthwise_epilogue(heavy)
         for conv in _DEPTHWISE:
+            if fused is not None:
+                split, keep = fused
+                scalars = self.scalars_of(split, split.compute)
+                call = (f"_depthwise_conv1d({{0}}, {{1}}, {bias}, {options}, {keep}"
+                        + "".join(f", {scalar}" for scalar in scalars) + ")")
+                yield conv, lambda conv=conv, split=split, call=call, scalars=scalars: self.render_python_only(
+                    split, template.render(config=conv, body=self.body(split, split.compute), heavy=var(heavy.name),
+                                           result=var(self.resolve(split, self.output.name)), scalars=scalars,
+                                           out_dtype=f"torch.{self.output.dtype}"),
+                    call.format(*(split.python[str(arg)] for arg in heavy.value_args)))
+                continue
             split = self.split(heavy_python=f"_depthwise_conv1d({{0}}, {{1}}, {bias}, {options})")
-            split.heavy_kernel += self.env.get_template("conv1d_depthwise.py.j2").render(config=conv)
+            split.heavy_kernel += template.render(config=conv, body=[], heavy="acc", result="acc", scalars=[],
+                                                  out_dtype=f"torch.{heavy.dtype}")
             epilogue = list(self.fused_offers(split, conv))
             yield from epilogue[:2]  # the convolution's tiles matter more than the epilogue's here
+
+    def depthwise_epilogue(self, heavy: Node) -> tuple[_Split, str] | None:
+        """The split of an epilogue the convolution's store can hold, and the Python length it keeps: at most
+        one slice keeping a prefix of the last dim, then pointwise work on the result with constants and
+        run-time scalars only. None for any other epilogue."""
+        if self.program.prepared:
+            return None
+        split = self.split_leaves()
+        keep = "None"
+        mine = {heavy.name}
+        for node in self.program.nodes:
+            args = node.value_args
+            if node.op == "size" or (node.shape == () and all(a in split.python or a in split.scalars for a in args)
+                                     and node.op in POINTWISE_OPS):
+                self.place(split, node)
+            elif (node.op == "slice" and args[0] in mine and keep == "None" and not node.attr("start")
+                  and node.attr("step", 1) == 1 and node.attr("dim") == len(heavy.shape) - 1):
+                stop = f"int({split.scalars[args[1]]})" if len(args) > 1 else node.attr("stop")
+                keep = "None" if stop is None else str(stop)
+                split.alias[node.name] = heavy.name
+                mine.add(node.name)
+            elif node.op in POINTWISE_OPS and all(a in mine or a in split.scalars for a in args):
+                split.compute.append(node)
+                mine.add(node.name)
+            else:
+                return None
+        return split, keep
 
     def gemm_configs(self) -> Iterator[tuple[Config, str | None]]:
         heavy = self.program.heavy
@@ -192,13 +234,18 @@ class _Lowering:
             yield config, lambda config=config, precision=precision: self.render_gemm(split, config, precision)
 
     # ---- the Python side -------------------------------------------------------------------------------------
-    def split(self, heavy_python: str | None) -> _Split:
-        """Divide the nodes; with `heavy_python`, the heavy op is a vendor call made in the forward."""
+    def split_leaves(self) -> _Split:
+        """A split holding only the inputs and parameters, by their Python names."""
         split = _Split()
         for spec in self.program.inputs:
             split.python[spec.name] = self.arguments[spec.name]
         for spec in self.program.params:
             split.python[spec.name] = param_expression(spec.name)
+        return split
+
+    def split(self, heavy_python: str | None) -> _Split:
+        """Divide the nodes; with `heavy_python`, the heavy op is a call (vendor or generated) in the forward."""
+        split = self.split_leaves()
         for index, node in enumerate(self.program.prepared):
             split.heavy_kernel += self.prepared_function(node, f"_prepare{index}") + "\n\n"
             arguments = ", ".join(split.python[str(arg)] for arg in node.value_args)
@@ -315,11 +362,16 @@ class _Lowering:
                 "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name)),
                 "heavy_kernel": split.heavy_kernel, "finish": split.finish}
 
-    def render_python_only(self, split: _Split) -> str:
-        what = "A generated depthwise convolution" if split.heavy_kernel else "The vendor's operator"
-        source = self.env.get_template("_module.py.j2").render(
-            **self.common(split, {}, f"{what}; every operation after it is a view."))
-        return source.rstrip() + f"\n        return {split.python[self.resolve(split, self.output.name)]}\n"
+    def render_python_only(self, split: _Split, kernels: str = "", returned: str | None = None) -> str:
+        """A module whose forward only calls functions (`kernels` adds some) and returns `returned`, by default
+        the output's Python value."""
+        what = ("A generated depthwise convolution with its epilogue" if kernels else
+                "A generated depthwise convolution" if split.heavy_kernel else "The vendor's operator")
+        context = self.common(split, {}, f"{what}; every operation after it is a view.")
+        context["heavy_kernel"] += kernels
+        source = self.env.get_template("_module.py.j2").render(**context)
+        returned = returned or split.python[self.resolve(split, self.output.name)]
+        return source.rstrip() + f"\n        return {returned}\n"
 
     def render_pointwise(self, split: _Split, config: Config) -> str:
         leaves = self.leaves_of(split, split.compute)
