@@ -196,9 +196,7 @@ def test_other_configurations_are_correct_too(tmp_path: Path, name: str, wanted:
 def test_vendor_gemm_variant_is_the_vendor_call_and_one_fused_kernel(tmp_path: Path) -> None:
     source = _variant("linear_gelu", vendor=True)
     assert "F.linear(" in source and source.count("@triton.jit") == 1 and "tl.dot" not in source
-    # The static check does not read the policy's allowed operators yet, so the vendor call is judged with
-    # the dynamic check alone (which the vendor-GEMM policy does relax).
-    _judge(tmp_path, "linear_gelu", source, Policy(static_checks=False).allowing_vendor_gemm())
+    _judge(tmp_path, "linear_gelu", source, Policy().allowing_vendor_gemm())
 
 
 def test_vendor_variants_are_offered_only_when_allowed() -> None:

@@ -32,3 +32,12 @@ def test_allowances() -> None:
     assert judge_dispatched_ops({"aten::relu"}, reference, Policy().allowing_vendor_gemm()) is not None
     assert judge_dispatched_ops({"aten::relu"}, reference, Policy(allow_ops=frozenset({"aten::relu"}))) is None
     assert judge_dispatched_ops({"aten::relu"}, reference, Policy(dynamic_checks=False)) is None
+
+
+def test_vendor_gemm_covers_every_operator_matmul_reaches() -> None:
+    # torch.matmul and @ dispatch aten::dot on vectors: the static check lets them through under the vendor
+    # policy, so the dynamic check must too.
+    vendor = Policy().allowing_vendor_gemm()
+    for op in ("aten::dot", "aten::mv", "aten::mm", "aten::bmm", "aten::matmul"):
+        assert judge_dispatched_ops({op}, {op}, vendor) is None, op
+        assert judge_dispatched_ops({op}, {op}, Policy()) is not None, op

@@ -60,8 +60,7 @@ def test_flags(body: str, rule: str) -> None:
     assert rule in rules(body)
 
 
-def test_layer_call_is_flagged_but_reading_its_weights_is_not() -> None:
-    body = """
+LAYER_CALL = """
     class ModelNew(nn.Module):
         def __init__(self):
             super().__init__()
@@ -69,9 +68,12 @@ def test_layer_call_is_flagged_but_reading_its_weights_is_not() -> None:
 
         def forward(self, x):
             return self.fc(x)
-    """
-    assert rules(body, {"aten::addmm"}) == {"static.layer-call"}
-    reads = body.replace("return self.fc(x)", "return ext.fused(x, self.fc.weight, self.fc.bias)")
+"""
+
+
+def test_layer_call_is_flagged_but_reading_its_weights_is_not() -> None:
+    assert rules(LAYER_CALL, {"aten::addmm"}) == {"static.layer-call"}
+    reads = LAYER_CALL.replace("return self.fc(x)", "return ext.fused(x, self.fc.weight, self.fc.bias)")
     assert rules(reads, {"aten::addmm"}) == set()
 
 
@@ -110,3 +112,47 @@ def test_policy_can_allow_an_import_or_turn_static_checks_off() -> None:
 def test_violation_message_names_the_line() -> None:
     violations = check_source(HEADER + "\n\ny = torch.matmul(a, b)\n", Policy(), MATMUL_REFERENCE)
     assert "line 6" in violations[0].message
+
+
+VENDOR = Policy().allowing_vendor_gemm()
+LINEAR_REFERENCE = {"aten::addmm", "aten::gelu", "aten::convolution"}
+
+
+@pytest.mark.parametrize("body", [
+    "y = F.linear(x, w, b)",
+    "y = torch.mm(a, b)",
+    "y = torch.matmul(a, b)",
+    "y = a @ b",
+    "y = a.matmul(b)",
+    "y = torch.addmm(b, a, w)",
+    "y = F.conv1d(x, w, padding=1)",
+    "y = F.conv2d(x, w, b, stride=2)",
+    "from torch.nn.functional import linear\ny = linear(x, w)",
+    "y = torch.ops.aten.mm(a, b)",
+])
+def test_vendor_gemm_policy_lets_the_gemm_and_convolution_calls_through(body: str) -> None:
+    assert "static.framework-compute" in rules(body, LINEAR_REFERENCE)
+    assert rules(body, LINEAR_REFERENCE, VENDOR) == set()
+
+
+@pytest.mark.parametrize("body", [
+    "y = F.gelu(x)",  # the epilogue is still the candidate's work
+    "y = torch.einsum('ij,jk->ik', a, b)",  # reaches aten::einsum, which the vendor policy does not allow
+    "y = torch.ops.prims.mul(a, b)",
+    "y = F.softmax(F.linear(x, w), dim=-1)",
+])
+def test_vendor_gemm_policy_still_flags_everything_else(body: str) -> None:
+    reference = LINEAR_REFERENCE | {"aten::mm", "aten::softmax", "aten::mul"}
+    assert "static.framework-compute" in rules(body, reference, VENDOR)
+
+
+def test_vendor_gemm_policy_keeps_the_other_rules() -> None:
+    assert rules(LAYER_CALL, LINEAR_REFERENCE, VENDOR) == {"static.layer-call"}
+    assert rules("g = torch.compile(F.linear)", LINEAR_REFERENCE, VENDOR) == {"static.compiler"}
+
+
+def test_one_allowed_operator_lets_its_own_spellings_through_only() -> None:
+    relu = Policy(allow_ops=frozenset({"aten::relu"}))
+    assert rules("y = F.relu(a)", policy=relu) == set()
+    assert rules("y = a.relu()", policy=relu) == set()
+    assert rules("y = torch.mm(a, b)", policy=relu) == {"static.framework-compute"}

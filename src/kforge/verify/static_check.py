@@ -2,7 +2,9 @@
 
 It catches what an honest kernel never needs: framework compute calls for the problem's work, nn layers
 called instead of read, try/except fallbacks, threads and processes, monkeypatching of imported modules,
-compilers, names built at run time, and access to files, network or environment.
+compilers, names built at run time, and access to files, network or environment. A framework call is let
+through when every operator it reaches is one the policy allows (the vendor's GEMM under
+`Policy.allowing_vendor_gemm`); the dynamic check still judges the operators it actually dispatched.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class _Checker(ast.NodeVisitor):
         data = policy_data()
         self.policy = policy
         self.reference_families = reference_families
+        self.allowed_families = {op_family(op) for op in policy.allow_ops}
         self.names = _Names()
         self.violations: list[Violation] = []
         self.allowed_imports = set(data["imports"]["allowed"]) | set(policy.allow_imports)
@@ -190,7 +193,7 @@ class _Checker(ast.NodeVisitor):
             self.flag("static.introspection", node, f"uses {path}")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult) and self.families_of("matmul") & self.reference_families:
+        if isinstance(node.op, ast.MatMult) and self.delegates("matmul"):
             self.flag("static.framework-compute", node, "uses the @ operator: PyTorch's matmul does the work")
         self.generic_visit(node)
 
@@ -217,7 +220,7 @@ class _Checker(ast.NodeVisitor):
                 return
             if owner in self.names.layers and func.attr == "forward":
                 self.flag_layer(owner, node)
-            elif func.attr not in self.allowed_callables and self.families_of(func.attr) & self.reference_families:
+            elif func.attr not in self.allowed_callables and self.delegates(func.attr):
                 self.flag("static.framework-compute", node,
                           f"calls .{func.attr}(): PyTorch's {func.attr} does the problem's work")
 
@@ -247,14 +250,24 @@ class _Checker(ast.NodeVisitor):
             self.flag("static.compiler", node, "calls torch.compile")
             return
         if callee.startswith(("torch.ops.aten.", "torch.ops.prims.")):
-            self.flag("static.framework-compute", node, f"calls {callee}: PyTorch's operator does the work")
+            allowed = callee.startswith("torch.ops.aten.") and op_family(callee.split(".")[3]) in self.allowed_families
+            if not allowed:
+                self.flag("static.framework-compute", node, f"calls {callee}: PyTorch's operator does the work")
             return
         namespace, _, name = callee.rpartition(".")
         if namespace in ("torch.nn", "torch.nn.modules") and name not in self.holder_layers and name[:1].isupper():
             return  # constructing a layer is fine; calling it is checked where it is called
-        delegates = namespace == "torch.nn.functional" or bool(self.families_of(name) & self.reference_families)
+        delegates = (namespace == "torch.nn.functional" and not self.allowed(name)) or self.delegates(name)
         if namespace in _TORCH_NAMESPACES and name not in self.allowed_callables and delegates:
             self.flag("static.framework-compute", node, f"calls {callee}: PyTorch does the problem's work")
+
+    def delegates(self, name: str) -> bool:
+        """Whether calling `name` hands the reference's work to PyTorch through operators the policy forbids."""
+        return bool(self.families_of(name) & self.reference_families) and not self.allowed(name)
+
+    def allowed(self, name: str) -> bool:
+        """Whether every operator the Python spelling `name` reaches is one the policy allows (a vendor GEMM)."""
+        return self.families_of(name) <= self.allowed_families
 
     def families_of(self, name: str) -> set[str]:
         base = name.rstrip("_")
