@@ -171,6 +171,9 @@ def optimize_command(
     stages: Annotated[str | None, typer.Option(
         help="Staged: stages to use, comma-separated (e.g. fusion,memory_access), or -name to skip one.")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Staged: retries per stage after its first try.")] = 2,
+    allow_vendor_gemm: Annotated[bool, typer.Option(
+        help="Let candidates call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN); the builtin engine "
+             "then offers variants that do.")] = False,
 ) -> None:
     """Generate, verify and refine a kernel: the KForge loop, or the staged pipeline (--pipeline staged).
 
@@ -230,7 +233,7 @@ def optimize_command(
                     max_output_tokens=settings.max_output_tokens, temperature=settings.temperature,
                     pipeline=pipeline, kernel=kernel,
                     staged=StagedSettings(stages=select_stages(stages, chosen_language), retries=retries),
-                    builtin_start=builtin_start)
+                    builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm)
                 if request.model == BUILTIN:
                     check_builtin(request)  # a problem it cannot lower ends here, before a run is recorded
                 for given in (request.reference, request.kernel):

@@ -54,6 +54,15 @@ class OptimizeRequest:
     staged: StagedSettings = field(default_factory=StagedSettings)
     kernel: Path | None = None  # the staged pipeline's starting kernel
     builtin_start: bool = True  # the loop starts from the builtin engine's kernel when it can lower the problem
+    allow_vendor_gemm: bool = False  # candidates may call the vendor's GEMM/convolution (the engine offers such too)
+
+    def evaluation_options(self) -> EvalOptions:
+        """The harness options of every evaluation in the run: the request's target, and its policy."""
+        policy = self.eval_options.policy
+        if self.allow_vendor_gemm:
+            policy = policy.allowing_vendor_gemm()
+        return self.eval_options.model_copy(update={"platform": self.platform, "language": self.language,
+                                                    "policy": policy})
 
     def for_record(self) -> dict[str, Any]:
         return {"problem": str(self.problem), "platform": self.platform, "language": self.language,
@@ -64,7 +73,7 @@ class OptimizeRequest:
                 "pipeline": self.pipeline, "staged": self.staged.for_record(),
                 "kernel": str(self.kernel) if self.kernel else None,
                 "kernel_hash": source_hash(self.kernel.read_text()) if self.kernel else None,
-                "builtin_start": self.builtin_start}
+                "builtin_start": self.builtin_start, "allow_vendor_gemm": self.allow_vendor_gemm}
 
     @classmethod
     def from_record(cls, record: dict[str, Any], eval_options: EvalOptions) -> OptimizeRequest:
@@ -77,7 +86,8 @@ class OptimizeRequest:
                    temperature=record.get("temperature"), pipeline=record.get("pipeline", "loop"),
                    staged=StagedSettings.from_record(record.get("staged", {})),
                    kernel=Path(record["kernel"]) if record.get("kernel") else None,
-                   builtin_start=bool(record.get("builtin_start", False)))
+                   builtin_start=bool(record.get("builtin_start", False)),
+                   allow_vendor_gemm=bool(record.get("allow_vendor_gemm", False)))
 
 
 @dataclass
@@ -123,7 +133,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
     generator = GenerationAgent(recording, target, problem.source, reference, request.max_output_tokens,
                                 request.temperature)
     analyst = AnalystAgent(recording, target, problem.source, request.send_images, temperature=request.temperature)
-    options = request.eval_options.model_copy(update={"platform": request.platform, "language": request.language})
+    options = request.evaluation_options()
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
             _marking_status(store, run_id):
         evaluator = _file_evaluator(problem, options, Path(workdir), pool)
@@ -159,14 +169,15 @@ def check_builtin(request: OptimizeRequest) -> None:
     """Raise LoweringError (one line) unless the builtin engine can write candidates for the request."""
     if request.pipeline != "loop":
         raise OptimizeError("the builtin engine runs on its own: drop --pipeline staged, or pass --model")
-    propose(load_problem(request.problem), request.language, limit=1)
+    propose(load_problem(request.problem), request.language, limit=1,
+            vendor_gemm=allows_vendor_gemm(request.evaluation_options().policy))
 
 
 def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
                 on_event: LoopEvent | None = None) -> OptimizeOutcome:
     """Run (or resume) the builtin engine for `run_id` (no LLM); LoweringError when it cannot lower the problem."""
     problem = load_problem(request.problem)
-    options = request.eval_options.model_copy(update={"platform": request.platform, "language": request.language})
+    options = request.evaluation_options()
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
             _marking_status(store, run_id):
         evaluator = _file_evaluator(problem, options, Path(workdir), pool)
@@ -182,7 +193,7 @@ def _builtin_start(problem: Problem, request: OptimizeRequest, store: Store, run
         return None
     engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event)
     try:
-        result = engine.run(problem, vendor_gemm=allows_vendor_gemm(request.eval_options.policy), variants=1)
+        result = engine.run(problem, vendor_gemm=allows_vendor_gemm(request.evaluation_options().policy), variants=1)
     except LoweringError as exc:
         if on_event:
             on_event(f"{exc} (the model starts from scratch)")
