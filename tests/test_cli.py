@@ -78,3 +78,13 @@ def test_optimize_without_a_model_uses_the_builtin_engine_and_says_so(tmp_path) 
 def test_show_of_an_unknown_run_is_bad_input(tmp_path) -> None:
     result = kforge("show", "42", "--db", tmp_path / "runs.db")
     assert result.returncode == 2 and "no run 42" in result.stderr
+
+
+def test_optimize_with_an_untimed_best_says_so(tmp_path) -> None:
+    # Triton on the cpu platform runs in the interpreter: correctness only, so the best has no runtime.
+    out = tmp_path / "best.py"
+    result = kforge("optimize", PROBLEMS / "engine" / "channel_gate.py", "--platform", "cpu", "--language", "triton",
+                    "--model", "builtin", "--db", tmp_path / "runs.db", "--out", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "correct (not timed on this platform)" in result.stdout and f"wrote {out}" in result.stdout
+    assert "Traceback" not in result.stderr and "@triton.jit" in out.read_text()

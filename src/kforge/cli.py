@@ -266,7 +266,9 @@ def optimize_command(
                 raise typer.Exit(EXIT_NOT_CORRECT)
             verdict = result.best.verdict
             assert verdict is not None
-            summary = f"best: attempt {result.best.attempt_id}, {verdict.runtime_ms:.4g} ms"
+            measured = "correct (not timed on this platform)" if verdict.runtime_ms is None else \
+                f"{verdict.runtime_ms:.4g} ms"
+            summary = f"best: attempt {result.best.attempt_id}, {measured}"
             if verdict.speedup_vs_eager:
                 summary += f", {verdict.speedup_vs_eager:.2f}x vs eager"
             if verdict.speedup_vs_compile:
