@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kforge.engine.tune import TuneSettings, Variant, clearly_faster, tune
+from kforge.engine.tune import TuneSettings, Variant, tune
+from kforge.verify.compare import is_faster
 from kforge.verify.evaluate import evaluate
 from kforge.verify.verdict import Outcome, TimingStats, Verdict
 from tests.conftest import CANDIDATES, PROBLEMS, fast_options
@@ -72,7 +73,7 @@ def test_incorrect_variants_are_skipped_even_when_fastest() -> None:
 
 def test_a_gain_within_noise_does_not_replace_the_default() -> None:
     noisy_fast = verdict(0.99, iqr_ms=0.5)
-    assert not clearly_faster(noisy_fast, verdict(1.0, iqr_ms=0.5))
+    assert not is_faster(noisy_fast, verdict(1.0, iqr_ms=0.5))
     harness = FakeHarness({"default": verdict(1.0, iqr_ms=0.5), "other": noisy_fast})
     result = tune([({"v": 0}, "default"), ({"v": 1}, "other")], harness, clock=harness.clock)
     assert result.best is not None and result.best.variant.source == "default"

@@ -8,24 +8,22 @@ imports candidate code. Backend-agnostic: Triton and C++ variants are searched a
 The search: every variant when there are few; otherwise a coarse grid spread over the configuration space
 first, then the neighbours of the best (one step of one tunable, then two) until none improves. Incorrect
 variants are recorded and skipped. A variant replaces the best only when its median is lower beyond noise
-(the rule of `kforge.pipelines.loop.is_faster`). Evaluations stop when the next one would overrun the wall
+(`kforge.verify.compare.is_faster`, the loop's rule too). Evaluations stop when the next one would overrun the wall
 budget, though the first always runs so that a result exists.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kforge.verify.verdict import TimingStats, Verdict
+from kforge.verify.compare import is_faster
+from kforge.verify.verdict import Verdict
 
 Evaluator = Callable[[str], Verdict]
 Progress = Callable[[str], None]
-
-MIN_IMPROVEMENT = 0.02
 
 
 @dataclass(frozen=True)
@@ -84,19 +82,6 @@ class TuneResult:
     @property
     def best_config(self) -> Mapping[str, Any] | None:
         return self.best.config if self.best else None
-
-
-def median_standard_error(stats: TimingStats) -> float:
-    """Standard error of a median, from the interquartile range: 1.2533 * sigma / sqrt(n), sigma ~ IQR / 1.349."""
-    return 0.929 * stats.iqr_ms / math.sqrt(max(stats.repeats, 1))
-
-
-def clearly_faster(new: Verdict, best: Verdict) -> bool:
-    """Correct, and a median lower than the best's by more than 2% and twice the noise of the difference."""
-    if not new.correct or new.timing is None or best.timing is None:
-        return False
-    noise = 2 * math.hypot(median_standard_error(new.timing), median_standard_error(best.timing))
-    return best.timing.median_ms - new.timing.median_ms > max(MIN_IMPROVEMENT * best.timing.median_ms, noise)
 
 
 def tune(variants: Iterable[Variant | tuple[Mapping[str, Any], str]], evaluate: Evaluator,
@@ -184,7 +169,7 @@ class _Search:
         timing = f"{trial.median_ms:.4f} ms" if trial.median_ms is not None else "untimed"
         self.say(f"tune: {variant.label()}: {verdict.verdict}" + (f", {timing}" if trial.correct else ""))
         best = self.result.best
-        if trial.correct and (best is None or clearly_faster(verdict, best.verdict)):
+        if trial.correct and (best is None or is_faster(verdict, best.verdict)):
             self.result.best = trial
 
 

@@ -23,8 +23,8 @@ from kforge.agents.generator import Proposal
 from kforge.agents.stage_writer import StageRequest, StageWriter
 from kforge.knowledge import Retrieval, Violation
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage, usage_of
-from kforge.pipelines.loop import is_faster
 from kforge.pipelines.stage_knowledge import Checker
+from kforge.verify.compare import is_faster
 
 
 @dataclass(frozen=True)

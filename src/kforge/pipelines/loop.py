@@ -4,8 +4,8 @@ Functional pass: the generation agent writes a candidate; the harness judges it;
 agent as feedback (compiler errors, the exception, the mismatch, the policy rule) until a candidate is
 correct or the attempt budget is spent. Optimization pass: the analyst reads the best candidate's profile
 and recommends one change; the generation agent applies it; the result replaces the best only when it is
-correct and faster beyond measurement noise (`is_faster`). The loop stops after the rounds, when rounds
-stop improving (`patience`), or when a budget is reached.
+correct and faster beyond measurement noise (`kforge.verify.compare.is_faster`). The loop stops after the
+rounds, when rounds stop improving (`patience`), or when a budget is reached.
 
 Every attempt is recorded in the store as soon as it exists and its evaluation as soon as it is known. A
 resumed run replays the same decisions: its LLM requests are answered from the store and an attempt the
@@ -14,7 +14,6 @@ store already judged is not evaluated again.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -26,9 +25,8 @@ from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, P
 from kforge.llm.budget import BudgetExceeded
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage
 from kforge.store import Store
-from kforge.verify.verdict import TimingStats, Verdict
+from kforge.verify.compare import is_faster  # also imported from here by callers of the loop
 
-MIN_IMPROVEMENT = 0.02
 _STREAM_REPORT_CHARS = 400
 
 
@@ -51,20 +49,6 @@ class LoopResult:
 
 LoopEvent = Callable[[str], None]
 Profiler = Callable[[AttemptRecord], ProfileView]
-
-
-def median_standard_error(stats: TimingStats) -> float:
-    """Standard error of a median, from the interquartile range: 1.2533 * sigma / sqrt(n), sigma ~ IQR / 1.349."""
-    return 0.929 * stats.iqr_ms / math.sqrt(max(stats.repeats, 1))
-
-
-def is_faster(new: Verdict, best: Verdict) -> bool:
-    """Correct, and faster than the best beyond noise: the median must drop by more than both MIN_IMPROVEMENT
-    (2%) of the best's median and twice the standard error of the difference of the two medians."""
-    if not new.correct or new.timing is None or best.timing is None:
-        return False
-    noise = 2 * math.hypot(median_standard_error(new.timing), median_standard_error(best.timing))
-    return best.timing.median_ms - new.timing.median_ms > max(MIN_IMPROVEMENT * best.timing.median_ms, noise)
 
 
 class KForgeLoop:
