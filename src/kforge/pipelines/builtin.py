@@ -23,6 +23,18 @@ from kforge.verify.verdict import Verdict
 MADE_BY = "builtin"
 Evaluator = Callable[[str], Verdict]
 
+# Variants judged in a run unless the caller asks for a number, by (platform, language). A C++ variant costs
+# a build of about a minute on a CPU; a Triton variant on a GPU compiles and runs in seconds, so more of its
+# space is searched (the tuner's wall budget still bounds the run). Elsewhere three: Triton in the CPU
+# interpreter is not timed, so its variants cannot be ranked and only a fallback for an incorrect one helps.
+DEFAULT_VARIANTS: dict[tuple[str, str], int] = {("cpu", "cpp"): 3, ("cuda", "triton"): 12}
+OTHER_VARIANTS = 3
+
+
+def default_variants(platform: str, language: str) -> int:
+    """How many variants the engine judges for (platform, language) when not told."""
+    return DEFAULT_VARIANTS.get((platform, language), OTHER_VARIANTS)
+
 
 def allows_vendor_gemm(policy: Policy) -> bool:
     """Whether the harness policy lets a candidate call the vendor's GEMM and convolution."""
@@ -44,10 +56,12 @@ class BuiltinRun:
         self.attempts = AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
                                      on_record=lambda _record: None)
 
-    def run(self, problem: Problem, vendor_gemm: bool = False, variants: int = 3,
+    def run(self, problem: Problem, vendor_gemm: bool = False, variants: int | None = None,
             settings: TuneSettings | None = None) -> LoopResult:
-        """Propose and judge; LoweringError (before anything is recorded) when the problem cannot be lowered."""
-        proposal: Proposal = propose(problem, self.language, vendor_gemm=vendor_gemm, limit=variants)
+        """Propose and judge up to `variants` (default: `default_variants`); LoweringError (before anything is
+        recorded) when the problem cannot be lowered."""
+        limit = variants if variants is not None else default_variants(self.platform, self.language)
+        proposal: Proposal = propose(problem, self.language, vendor_gemm=vendor_gemm, limit=limit)
         for note in proposal.program.notes:
             self.say(f"builtin: {note}")
         self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
