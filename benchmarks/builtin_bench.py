@@ -35,7 +35,6 @@ from kforge.problem import Problem, load_problem
 from kforge.profiling.peaks import measure_peaks
 from kforge.profiling.roofline import roofline
 from kforge.profiling.workload import measure_workload
-from kforge.verify import tensors
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.sandbox import WorkerPool
@@ -116,7 +115,7 @@ def run_example(folder: Path, platform: str, budget_s: float, pool: WorkerPool, 
 def fill_roofline(row: Row, problem: Problem, platform_name: str, runtime_ms: float) -> None:
     platform = get_platform(platform_name)
     model = problem.make_model(0).to(platform.device)
-    inputs = tensors.to_device(problem.inputs(0), platform.device)
+    inputs = problem.inputs(0, device=platform.device)
     workload = measure_workload(model, inputs)
     peaks = measure_peaks(platform, getattr(torch, workload.dtype))
     line = roofline(workload, runtime_ms * 1000.0, peaks)

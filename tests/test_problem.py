@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kforge.problem import ProblemError, SolutionError, load_problem, load_solution
 from tests.conftest import CANDIDATES, EXAMPLES, PROBLEMS
@@ -63,3 +64,46 @@ def test_every_example_problem_loads() -> None:
     assert len(problems) >= 4
     for path in problems:
         load_problem(path)
+
+
+DRAWS_WHERE = '''
+import torch
+import torch.nn as nn
+
+SEEN = []
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def get_inputs():
+    SEEN.append(torch.empty(0).device.type)  # where factory functions create tensors while drawing
+    return [torch.randn(3), torch.ones(3, device="cpu")]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inputs_are_drawn_on_the_device_asked_for(tmp_path) -> None:
+    path = tmp_path / "draws_where.py"
+    path.write_text(DRAWS_WHERE)
+    problem = load_problem(path)
+    problem.module.SEEN.clear()
+    on_meta = problem.inputs(5, device=torch.device("meta"))
+    assert problem.module.SEEN == ["meta"]  # drawn there, not drawn on the host and copied
+    assert [x.device.type for x in on_meta] == ["meta", "meta"]  # an explicit host tensor is moved too
+    on_cpu = problem.inputs(5, device=torch.device("cpu"))
+    assert torch.equal(on_cpu[0], problem.inputs(5)[0])  # the host draw is unchanged
+
+
+@pytest.mark.gpu
+def test_inputs_drawn_on_the_gpu_are_reproducible() -> None:
+    problem = load_problem(PROBLEMS / "gpu_leaky_scale.py")
+    first = problem.inputs(11, device=torch.device("cuda"))[0]
+    again = problem.inputs(11, device=torch.device("cuda"))[0]
+    other = problem.inputs(12, device=torch.device("cuda"))[0]
+    assert first.is_cuda and torch.equal(first, again) and not torch.equal(first, other)

@@ -11,6 +11,7 @@ text in this process (their code runs in the sandboxed worker).
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
 import itertools
@@ -107,12 +108,21 @@ class Problem:
             sets.extend(list(variant) for variant in self.module.get_input_variants())
         return sets
 
-    def inputs(self, seed: int, variant: int = 0) -> list[Any]:
-        """One input list drawn after seeding with `seed`; variant 0 is `get_inputs()`."""
+    def inputs(self, seed: int, variant: int = 0, device: torch.device | None = None) -> list[Any]:
+        """One input list drawn after seeding with `seed`; variant 0 is `get_inputs()`.
+
+        With an accelerator `device`, tensors are drawn there (`torch.randn` inside `get_inputs` runs under
+        that device, with its own seeded generator) and anything still elsewhere is moved there: drawing a
+        large input on the host and copying it costs far more than most kernels. The values depend on the
+        device kind, not on the process, so every party that draws with the same seed on the same kind of
+        device (the workers, the harness's spot checks) gets the same inputs.
+        """
         torch.manual_seed(seed)
-        if variant == 0:
-            return list(self.module.get_inputs())
-        return list(self.module.get_input_variants()[variant - 1])
+        on_device = device is not None and device.type != "cpu"
+        with torch.device(device) if on_device else contextlib.nullcontext():
+            drawn = list(self.module.get_inputs()) if variant == 0 else list(
+                self.module.get_input_variants()[variant - 1])
+        return _moved(drawn, device) if device is not None else drawn
 
     def variant_count(self) -> int:
         return 1 + (len(self.module.get_input_variants()) if self.has_variants else 0)
@@ -209,3 +219,12 @@ def infer_language(tree: ast.Module) -> str:
     if "cuda_sources" in keywords:
         return "cuda"
     return "cpp"
+
+
+def _moved(value: Any, device: torch.device) -> Any:
+    """Tensors in `value` (nested lists and tuples included) on `device`; other values as they are."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_moved(item, device) for item in value)
+    return value

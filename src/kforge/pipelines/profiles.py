@@ -18,7 +18,6 @@ from kforge.profiling import (
     render_table,
     with_roofline,
 )
-from kforge.verify import tensors
 from kforge.verify.evaluate import EvalOptions, collect_profile
 from kforge.verify.sandbox import WorkerPool
 
@@ -41,7 +40,7 @@ def profile_candidate(problem: Path, solution: Path, options: EvalOptions, pool:
     platform = get_platform(options.platform)
     loaded = load_problem(problem, check_runs=False)
     model = loaded.make_model(options.seed).to(platform.device)
-    inputs = tensors.to_device(loaded.inputs(options.seed), platform.device)
+    inputs = loaded.inputs(options.seed, device=platform.device)
     workload = measure_workload(model, inputs)
     peaks = measure_peaks(platform, dtype=getattr(torch, workload.dtype, torch.float32),
                           cache_dir=cache_dir or options.cache_dir)

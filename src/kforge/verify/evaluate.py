@@ -99,7 +99,7 @@ class _Context:
 
     @cached_property
     def reference_ops(self) -> set[str]:
-        inputs = tensors.to_device(self.problem.inputs(_trial_seed(self.options, 0)), self.platform.device)
+        inputs = self.problem.inputs(_trial_seed(self.options, 0), device=self.platform.device)
         return reference_ops(self.reference_model, inputs)
 
 
@@ -247,7 +247,7 @@ class _Evaluation:
 
     def check_one(self, worker: Worker, seed: int, variant: int, label: str) -> None:
         ctx = self.ctx
-        inputs = tensors.to_device(ctx.problem.inputs(seed, variant), ctx.platform.device)
+        inputs = ctx.problem.inputs(seed, variant, device=ctx.platform.device)
         reference_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad():
             expected = ctx.reference_model(*reference_inputs)
@@ -279,6 +279,8 @@ class _Evaluation:
     def measure(self, worker: Worker, reference_worker: Worker | None) -> Verdict:
         ctx = self.ctx
         eager = compiled = None
+        if ctx.pool is not None:
+            ctx.pool.settle()
         if reference_worker is not None:
             self.ready(reference_worker)
         if reference_worker is not None and "eager" in ctx.options.baselines:
@@ -336,7 +338,7 @@ class _Evaluation:
                           rule="dynamic.spot-check")
         for key, output in spots.items():
             index = int(key)
-            inputs = tensors.to_device(ctx.problem.inputs(plan.seed + index), ctx.platform.device)
+            inputs = ctx.problem.inputs(plan.seed + index, device=ctx.platform.device)
             with torch.no_grad():
                 expected = ctx.reference_model(*inputs)
             comparison = compare(expected, output, ctx.options.tolerance)

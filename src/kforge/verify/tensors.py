@@ -31,14 +31,6 @@ def plain_copy(value: Any) -> Any:
     raise UnsafeOutput(f"output of type {type(value).__qualname__} is not a tensor, number or tuple/list")
 
 
-def to_device(value: Any, device: torch.device) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_device(item, device) for item in value)
-    return value
-
-
 def save(value: Any, path: Path) -> None:
     torch.save(value, path)
 

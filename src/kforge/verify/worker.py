@@ -93,7 +93,7 @@ class WorkerState:
         problem, platform = self._ready()
 
         def make_inputs(seed: int) -> list[Any]:
-            return tensors.to_device(problem.inputs(seed), platform.device)
+            return problem.inputs(seed, device=platform.device)
 
         with torch.no_grad():
             profile = profile_callable(lambda inputs: self.model(*inputs), make_inputs, platform,
@@ -109,7 +109,7 @@ class WorkerState:
 
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         problem, platform = self._ready()
-        inputs = tensors.to_device(problem.inputs(int(request["seed"]), int(request.get("variant", 0))),
+        inputs = problem.inputs(int(request["seed"]), int(request.get("variant", 0)),
                                    platform.device)
         outputs = []
         ops: set[str] = set()
@@ -132,7 +132,7 @@ class WorkerState:
         plan = TimingPlan(**request["plan"])
 
         def make_inputs(seed: int) -> list[Any]:
-            return tensors.to_device(problem.inputs(seed, variant), platform.device)
+            return problem.inputs(seed, variant, device=platform.device)
 
         with torch.no_grad():
             result = run_timing(lambda inputs: self.model(*inputs), make_inputs, platform, plan, self._keep)
