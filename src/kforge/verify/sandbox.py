@@ -232,6 +232,20 @@ class WorkerPool:
             while len(waiting) < self.spares:
                 waiting.append(Worker(cache_dir, limits, extra_env))
 
+    def settle(self, timeout_s: float = 60.0) -> None:
+        """Wait until every spare has finished starting (imports done, greeting read). Called before timing:
+        a spare still importing torch competes with the timed process for the CPU, and on a GPU every call's
+        launch latency lands inside its device events. A spare that fails to start is dropped."""
+        for waiting in self._waiting.values():
+            for worker in list(waiting):
+                if worker.started:
+                    continue
+                try:
+                    worker.start(timeout_s)
+                except WorkerFailure:
+                    waiting.remove(worker)
+                    worker.close()
+
     def close(self) -> None:
         for waiting in self._waiting.values():
             for worker in waiting:
