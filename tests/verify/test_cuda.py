@@ -177,12 +177,20 @@ def test_kernel_on_an_unawaited_side_stream_is_not_accepted(judge: Judge) -> Non
         assert verdict.rule in {"dynamic.unsynchronized", "dynamic.side-stream"}, verdict.reason
 
 
-def test_side_stream_only_while_timed_is_caught_by_the_host_clock(judge: Judge) -> None:
+def test_side_stream_only_while_timed_gains_nothing(judge: Judge) -> None:
+    """Rejected by the host-clock audit, or timed at no less than the honest kernel: never a false win.
+
+    On an H200 the second happens: the host takes longer to launch the side-stream work than the work takes,
+    so the events around the call (on an idle caller's stream they measure the host's launch gap) already
+    cover it, and the audit has nothing to find."""
     verdict = judge(GPU / "side_stream_when_timed.py")
-    # The runtime tells the two ways this can fail apart: about the kernel's own time means the work stayed on
-    # the timed stream; a few microseconds means it hid and the audit missed it.
-    assert verdict.verdict == Outcome.REJECTED, f"{verdict.reason}; runtime {verdict.runtime_ms} ms, {verdict.timing}"
-    assert verdict.rule == "dynamic.side-stream", verdict.reason
+    if verdict.verdict == Outcome.REJECTED:
+        assert verdict.rule == "dynamic.side-stream", verdict.reason
+        return
+    honest = judge(GPU / "cuda_honest.py")
+    assert verdict.verdict == honest.verdict == Outcome.CORRECT, f"{verdict.reason} / {honest.reason}"
+    assert verdict.runtime_ms is not None and honest.runtime_ms is not None
+    assert verdict.runtime_ms >= 0.9 * honest.runtime_ms, (verdict.timing, honest.timing)
 
 
 def test_launch_left_running_on_a_private_stream_is_caught(judge: Judge) -> None:
