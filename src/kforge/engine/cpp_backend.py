@@ -26,8 +26,8 @@ import jinja2
 from kforge.engine import ir
 from kforge.engine.capture import LoweringError, cannot_lower
 from kforge.engine.construct import REFERENCE_CLASS, param_expression, reference_source
+from kforge.engine.expressions import python_expression
 from kforge.engine.lower import Leaf, Plan, plan
-from kforge.engine.triton_emit import python_expression
 
 if sys.version_info >= (3, 11):
     import tomllib

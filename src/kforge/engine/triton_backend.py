@@ -32,8 +32,9 @@ from typing import Any
 import jinja2
 
 from kforge.engine.construct import param_expression, reference_source
+from kforge.engine.expressions import python_expression
 from kforge.engine.ir import POINTWISE_OPS, REDUCE_OPS, ROW_OPS, Arg, Node, Program, TensorSpec
-from kforge.engine.triton_emit import Unsupported, kernel_expression, literal, python_expression, var
+from kforge.engine.triton_emit import Unsupported, kernel_expression, literal, var
 
 __all__ = ["Unsupported", "variants"]
 

@@ -1,4 +1,4 @@
-"""Triton (and Python) spellings of the IR's pointwise ops: one line of generated code per node.
+"""Triton spellings of the IR's pointwise ops: one line of generated code per node.
 
 The spellings are data (`kforge/data/engine/triton/ops.toml`); this module fills them in: operands are
 variables of the kernel or float literals, attributes come from the node (or torch's defaults).
@@ -65,16 +65,6 @@ def kernel_expression(node: Node, operand: Operand) -> str:
     if node.op in table["binary"]:
         return table["binary"][node.op].format(*args)
     raise Unsupported(f"the Triton backend has no spelling for {node.op!r} (node {node.name!r})")
-
-
-def python_expression(node: Node, operand: Operand) -> str:
-    """The Python expression of a scalar node (a run-time size, or arithmetic on sizes and constants)."""
-    if node.op == "size":
-        return f"float({operand(node.args[0])}.shape[{int(node.attr('dim'))}])"
-    spelling = op_table()["python"].get(node.op)
-    if spelling is None:
-        raise Unsupported(f"cannot compute the scalar {node.op!r} (node {node.name!r}) in Python")
-    return spelling.format(*(operand(arg) for arg in node.args))
 
 
 def _clamp(value: str, low: float | None, high: float | None) -> str:
