@@ -195,7 +195,7 @@ def optimize_command(
     )
     from kforge.pipelines.staged import StagedSettings
     from kforge.platforms import get_platform
-    from kforge.reports import attempts_table, costs_line
+    from kforge.reports import attempts_table, best_line, costs_line
     from kforge.store import Store, StoreError
     from kforge.trial_tree import trial_tree
 
@@ -266,14 +266,8 @@ def optimize_command(
                 raise typer.Exit(EXIT_NOT_CORRECT)
             verdict = result.best.verdict
             assert verdict is not None
-            measured = "correct (not timed on this platform)" if verdict.runtime_ms is None else \
-                f"{verdict.runtime_ms:.4g} ms"
-            summary = f"best: attempt {result.best.attempt_id}, {measured}"
-            if verdict.speedup_vs_eager:
-                summary += f", {verdict.speedup_vs_eager:.2f}x vs eager"
-            if verdict.speedup_vs_compile:
-                summary += f", {verdict.speedup_vs_compile:.2f}x vs torch.compile"
-            out.print(summary, highlight=False)
+            out.print(best_line(result.best.attempt_id, verdict.runtime_ms, verdict.speedup_vs_eager,
+                                verdict.speedup_vs_compile), highlight=False)
             if out_file is not None:
                 out_file.parent.mkdir(parents=True, exist_ok=True)
                 out_file.write_text(result.best.source)
@@ -307,7 +301,7 @@ def runs_command(
 def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")], db: DbOption = None) -> None:
     """Show a run's attempts, its best candidate and its costs; for a staged run, its trial tree."""
     from kforge.config import ConfigError, load_settings
-    from kforge.reports import attempts_table, costs_line
+    from kforge.reports import attempts_table, costs_line, stored_best_line
     from kforge.store import Store, StoreError
     from kforge.trial_tree import trial_tree
 
@@ -323,9 +317,7 @@ def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")]
             tree = trial_tree(store, run_id)
             if tree is not None:
                 out.print(tree, highlight=False)
-            best = store.best_attempt(run_id)
-            out.print(f"best: attempt {best.attempt.id} ({best.evaluation.runtime_ms:.4g} ms)" if best
-                      else "best: none correct", highlight=False)
+            out.print(stored_best_line(store, run_id), highlight=False)
             out.print(costs_line(store, run_id), highlight=False)
     except (ConfigError, StoreError) as exc:
         _bad_input(str(exc), False)

@@ -51,6 +51,29 @@ def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table
     return table
 
 
+def best_line(attempt_id: int | None, runtime_ms: float | None, vs_eager: float | None = None,
+              vs_compile: float | None = None) -> str:
+    """One line for a run's best attempt; a correct one that was not timed (no timing on its platform) says so."""
+    if attempt_id is None:
+        return "best: none correct"
+    line = f"best: attempt {attempt_id}, " + ("correct (not timed on this platform)" if runtime_ms is None
+                                               else f"{runtime_ms:.4g} ms")
+    if vs_eager:
+        line += f", {vs_eager:.2f}x vs eager"
+    if vs_compile:
+        line += f", {vs_compile:.2f}x vs torch.compile"
+    return line
+
+
+def stored_best_line(store: Store, run_id: int) -> str:
+    """`best_line` for the best attempt the store holds for the run."""
+    best = store.best_attempt(run_id)
+    if best is None:
+        return best_line(None, None)
+    return best_line(best.attempt.id, best.evaluation.runtime_ms, best.evaluation.speedup_vs_eager,
+                     best.evaluation.speedup_vs_compile)
+
+
 def costs_line(store: Store, run_id: int) -> str:
     costs = store.costs_of(run_id)
     unpriced = f", {costs.unpriced_calls} without a price" if costs.unpriced_calls else ""

@@ -235,11 +235,13 @@ class Store:
         return [attempt_from(r) for r in rows]
 
     def best_attempt(self, run_id: int) -> ScoredAttempt | None:
-        """The correct attempt with the lowest runtime; the earliest of equals."""
+        """The correct attempt with the lowest runtime; the earliest of equals. A run whose correct attempts were
+        never timed (Triton in the CPU interpreter) has the earliest of them, with `runtime_ms` None: the pipelines
+        keep that one too, since an untimed candidate is never shown faster."""
         row = self._one(
             "SELECT e.* FROM evaluations e JOIN attempts a ON a.id = e.attempt_id"
-            " WHERE a.run_id = ? AND e.outcome = 'correct' AND e.runtime_ms IS NOT NULL"
-            " ORDER BY e.runtime_ms, a.id LIMIT 1",
+            " WHERE a.run_id = ? AND e.outcome = 'correct'"
+            " ORDER BY e.runtime_ms IS NULL, e.runtime_ms, a.id LIMIT 1",
             (run_id,),
         )
         if row is None:

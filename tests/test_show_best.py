@@ -1,0 +1,44 @@
+"""`kforge show` names a run's best attempt honestly: the fastest timed one, or a correct one that could not
+be timed on its platform (Triton in the CPU interpreter), or none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kforge.store import Store
+from tests.test_cli import kforge
+
+
+def record_run(db: Path, runtimes: list[tuple[str, float | None]]) -> int:
+    """A run with one attempt per (outcome, runtime) pair, in order."""
+    with Store(db) as store:
+        run = store.create_run(command="optimize", platform="cpu", language="triton", model="openai:m")
+        for number, (outcome, runtime_ms) in enumerate(runtimes):
+            attempt = store.record_attempt(run.id, source=f"class ModelNew: pass  # {number}", language="triton",
+                                           platform="cpu", made_by="generator:generate", round=0)
+            store.record_evaluation(attempt.id, {"verdict": outcome, "runtime_ms": runtime_ms})
+        return run.id
+
+
+@pytest.mark.parametrize(("runtimes", "line"), [
+    ([("incorrect", None), ("correct", None), ("correct", None)],
+     "best: attempt 2, correct (not timed on this platform)"),
+    ([("correct", None), ("correct", 2.0), ("correct", 1.5)], "best: attempt 3, 1.5 ms"),
+    ([("incorrect", None), ("compile_error", None)], "best: none correct"),
+])
+def test_show_reports_the_best_attempt(tmp_path: Path, runtimes: list[tuple[str, float | None]], line: str) -> None:
+    db = tmp_path / "runs.db"
+    run_id = record_run(db, runtimes)
+    shown = kforge("show", str(run_id), "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert line in shown.stdout.splitlines()
+
+
+def test_the_untimed_best_is_exported(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    run_id = record_run(db, [("incorrect", None), ("correct", None)])
+    exported = kforge("export", str(run_id), "--db", db, "--out", tmp_path / "out")
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "out" / "solution.py").read_text() == "class ModelNew: pass  # 1"
