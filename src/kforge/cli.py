@@ -148,7 +148,8 @@ def optimize_command(
     reference: Annotated[Path | None, typer.Option(
         help="A working solution for another platform, to translate from.")] = None,
     builtin_start: Annotated[bool, typer.Option(
-        help="Start the LLM loop from the builtin engine's kernel when it can lower the problem.")] = True,
+        help="Start the LLM loop from the builtin engine's kernel, and let it serve the staged pipeline's "
+             "autotuning stage, when it can lower the problem.")] = True,
     rounds: Annotated[int, typer.Option(min=0, help="Optimization rounds after the first correct kernel.")] = 3,
     attempts: Annotated[int, typer.Option(min=1, help="Attempts allowed to reach a correct kernel.")] = 5,
     candidates: Annotated[int, typer.Option(min=1, help="Candidates requested concurrently per step.")] = 1,

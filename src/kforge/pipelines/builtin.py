@@ -21,6 +21,7 @@ from kforge.verify.policy import Policy, policy_data
 from kforge.verify.verdict import Verdict
 
 MADE_BY = "builtin"
+ON_ITS_OWN = Lineage("generate", 0, None, MADE_BY)  # where its attempts sit when it runs outside a stage
 Evaluator = Callable[[str], Verdict]
 
 # Variants judged in a run unless the caller asks for a number, by (platform, language). A C++ variant costs
@@ -42,19 +43,22 @@ def allows_vendor_gemm(policy: Policy) -> bool:
 
 
 class BuiltinRun:
-    """Judges the engine's variants for one run of the store."""
+    """Judges the engine's variants for one run of the store: on their own (`--model builtin`, or the LLM loop's
+    start), or through a pipeline's judge where the variants are tries of a stage (`lineage`)."""
 
     def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
-                 on_event: LoopEvent | None = None) -> None:
+                 on_event: LoopEvent | None = None, *, judge: AttemptJudge | None = None,
+                 lineage: Lineage = ON_ITS_OWN) -> None:
         self.store = store
         self.run_id = run_id
         self.platform = platform
         self.language = language
         self.evaluate = evaluate
         self.say = on_event or (lambda _text: None)
+        self.lineage = lineage
         self.records: dict[str, AttemptRecord] = {}
-        self.attempts = AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
-                                     on_record=lambda _record: None)
+        self.attempts = judge or AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
+                                              on_record=lambda _record: None)
 
     def run(self, problem: Problem, vendor_gemm: bool = False, variants: int | None = None,
             settings: TuneSettings | None = None) -> LoopResult:
@@ -77,7 +81,19 @@ class BuiltinRun:
 
     def judge(self, source: str) -> Verdict:
         """The harness's verdict on one variant, recorded (or read back on resume) in the store."""
-        record = self.attempts.judge(source, Lineage("generate", 0, None, MADE_BY))
+        record = self.attempts.judge(source, self.lineage)
         self.records[text_hash(source)] = record
         assert record.verdict is not None
         return record.verdict
+
+
+def stage_engine(problem: Problem, vendor_gemm: bool,
+                 on_event: LoopEvent | None = None) -> Callable[[AttemptJudge, Lineage], LoopResult]:
+    """The engine as the staged pipeline's autotuning try: its variants judged by the pipeline's judge, where the
+    pipeline places them (`lineage`); LoweringError when it cannot lower the problem."""
+    def search(judge: AttemptJudge, lineage: Lineage) -> LoopResult:
+        engine = BuiltinRun(judge.store, judge.run_id, judge.target.platform, judge.target.language, judge.evaluate,
+                            on_event, judge=judge, lineage=lineage)
+        return engine.run(problem, vendor_gemm=vendor_gemm)
+
+    return search

@@ -21,7 +21,7 @@ from kforge.engine.propose import propose
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
-from kforge.pipelines.builtin import BuiltinRun, allows_vendor_gemm
+from kforge.pipelines.builtin import BuiltinRun, allows_vendor_gemm, stage_engine
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
 from kforge.pipelines.profiles import profile_candidate
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
@@ -212,8 +212,11 @@ def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: Recording
     device = get_platform(request.platform).describe().get("device")
     knowledge = KnowledgeAccess.load(request.platform, request.language, device, problem.source,
                                      request.staged.knowledge_tokens)
+    engine = stage_engine(problem, allows_vendor_gemm(request.evaluation_options().policy), on_event) \
+        if request.builtin_start else None
     return StagedPipeline(agents=agents, knowledge=knowledge, evaluate=evaluator, profile=profiler, store=store,
-                          run_id=run_id, settings=request.staged, functional_pass=loop.run, on_event=on_event)
+                          run_id=run_id, settings=request.staged, functional_pass=loop.run, on_event=on_event,
+                          engine=engine)
 
 
 def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path,

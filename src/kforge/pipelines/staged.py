@@ -10,12 +10,17 @@ Each stage's outcome is a row in the store's `stages` table (input, accepted out
 ran under); its attempts carry the stage's name and point at the stage's input. A resumed run replays the
 same decisions: LLM answers come from the store in order, judged attempts keep their verdicts, and the
 profile text the analyzer read is stored with the kernel, so the analyzer is asked the same question.
+
+The autotuning stage is served by the builtin engine first, when the run has one (`engine`) and it can lower
+the problem: its variants, searched through the harness, are try 0 of the stage (made by `builtin`). Its tuned
+candidate is accepted by the stages' rule (correct, faster than the stage's input beyond noise), and then the
+model is not asked; otherwise the model's tries run as in any stage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kforge.agents.analyst import ProfileView
@@ -23,6 +28,8 @@ from kforge.agents.analyzer import Analysis, AnalyzerAgent, KernelView
 from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.planner import Plan, PlannerAgent
 from kforge.agents.stage_writer import StageWriter
+from kforge.engine.capture import LoweringError
+from kforge.knowledge import Retrieval
 from kforge.knowledge.stages import STAGES
 from kforge.llm.budget import BudgetExceeded
 from kforge.pipelines.cover import Cover, StageResult
@@ -30,9 +37,13 @@ from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lin
 from kforge.pipelines.loop import LoopResult
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.store import Store
+from kforge.verify.compare import is_faster
 
 # The profile kind under which the analyzer's view of a kernel is kept, for a resumed run to reuse.
 ANALYSIS_VIEW = "analysis_view"
+# The stage the builtin engine serves, and who its attempts are made by.
+ENGINE_STAGE = "autotuning"
+ENGINE = "builtin"
 
 
 @dataclass(frozen=True)
@@ -68,13 +79,17 @@ class StagedAgents:
 
 
 Profiler = Callable[[AttemptRecord], ProfileView]
+# The builtin engine's search, each variant judged by the given judge at the given place; its best is the tuned
+# candidate. Raises LoweringError when the engine cannot lower the problem.
+StageEngine = Callable[[AttemptJudge, Lineage], LoopResult]
 
 
 class StagedPipeline:
     def __init__(self, *, agents: StagedAgents, knowledge: KnowledgeAccess, evaluate: Evaluator, profile: Profiler,
                  store: Store, run_id: int, settings: StagedSettings, functional_pass: Callable[[], LoopResult],
-                 on_event: Callable[[str], None] | None = None) -> None:
+                 on_event: Callable[[str], None] | None = None, engine: StageEngine | None = None) -> None:
         self.agents = agents
+        self.engine = engine
         self.knowledge = knowledge
         self.profile = profile
         self.store = store
@@ -126,7 +141,7 @@ class StagedPipeline:
             left_out = f", {len(knowledge.omitted)} left out for the token budget" if knowledge.omitted else ""
             self.say(f"stage {stage}: {len(analysis.for_stage(stage))} issue(s), "
                      f"{len(knowledge.entry_ids)} knowledge entries{left_out}")
-            outcome = self.cover.run(stage, current, analysis.for_stage(stage), knowledge)
+            outcome = self._run_stage(stage, current, analysis, knowledge)
             self.result.stages.append(outcome)
             self._record(len(done), outcome, analysis, plan, knowledge.entry_ids)
             done.append(stage)
@@ -140,6 +155,36 @@ class StagedPipeline:
                 plan = self._plan(analysis)
         accepted = sum(1 for s in self.result.stages if s.accepted is not None)
         self.result.stop_reason = f"ran {len(done)} stage(s), {accepted} accepted"
+
+    def _run_stage(self, stage: str, stage_input: AttemptRecord, analysis: Analysis,
+                   knowledge: Retrieval) -> StageResult:
+        """The builtin engine's try first on the stage it serves; the model's tries unless the engine's is accepted."""
+        tried: tuple[AttemptRecord, ...] = ()
+        if stage == ENGINE_STAGE and self.engine is not None:
+            engine = self._engine_try(stage_input)
+            if isinstance(engine, StageResult):
+                return engine
+            tried = engine
+        outcome = self.cover.run(stage, stage_input, analysis.for_stage(stage), knowledge)
+        return replace(outcome, attempts=tried + outcome.attempts)
+
+    def _engine_try(self, stage_input: AttemptRecord) -> StageResult | tuple[AttemptRecord, ...]:
+        """The accepted stage when the engine's tuned candidate is faster than the input; else its attempts."""
+        assert self.engine is not None and stage_input.verdict is not None
+        try:
+            tuned = self.engine(self.judge, Lineage("optimize", 0, stage_input.attempt_id, ENGINE, ENGINE_STAGE))
+        except LoweringError as exc:
+            self.say(f"stage {ENGINE_STAGE}: {str(exc).split(';')[0]}; the model's tries only")
+            return ()
+        best = tuned.best
+        if best is not None and best.verdict is not None and is_faster(best.verdict, stage_input.verdict):
+            reason = (f"accepted the builtin engine's tuned candidate: {stage_input.runtime_ms:.4g} -> "
+                      f"{best.runtime_ms:.4g} ms")
+            self.say(f"stage {ENGINE_STAGE}: {reason}")
+            return StageResult(ENGINE_STAGE, stage_input, tuple(tuned.attempts), best, reason)
+        found = "no correct variant" if best is None else f"attempt {best.attempt_id} is not faster"
+        self.say(f"stage {ENGINE_STAGE}: builtin engine: {found}; the model tries")
+        return tuple(tuned.attempts)
 
     def _analyze(self, kernel: AttemptRecord, done: list[str], history: list[str]) -> Analysis:
         assert kernel.verdict is not None
