@@ -272,7 +272,7 @@ def optimize_command(
             if out_file is not None:
                 out_file.parent.mkdir(parents=True, exist_ok=True)
                 out_file.write_text(result.best.source)
-                out.print(f"wrote {out_file}", highlight=False)
+                out.print(f"wrote {out_file}", highlight=False, soft_wrap=True)  # a path stays whole
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
             StageSelectionError) as exc:
         _bad_input(str(exc), False)
@@ -340,6 +340,6 @@ def export_command(
             if store.get_run(run_id) is None:
                 _bad_input(f"no run {run_id} in the store", False)
             for path in export_run(store, run_id, out_dir):
-                out.print(f"wrote {path}", highlight=False)
+                out.print(f"wrote {path}", highlight=False, soft_wrap=True)
     except (ConfigError, StoreError) as exc:
         _bad_input(str(exc), False)
