@@ -36,11 +36,6 @@ _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
 _elapsed_time = torch.cuda.Event.elapsed_time
 
-# torch.cuda._sleep spins the current stream for a number of GPU cycles (private, but present in every
-# PyTorch release kforge supports; without it no spin is done).
-_spin = getattr(torch.cuda, "_sleep", None)
-_SPIN_CYCLES_BEFORE_CALL = 1_000_000  # about 0.5 ms at an H200's 1.98 GHz boost clock
-
 _CALIBRATION_CALLS = 25
 _KEPT_CLOCK_PAIRS = 4096
 
@@ -104,13 +99,6 @@ class CudaPlatform(Platform):
             self._flush_buffer = torch.empty(size, dtype=torch.uint8, device=self.device)
         self._flush_round = (self._flush_round + 1) % 251
         self._flush_buffer.fill_(self._flush_round)
-        # Keep the GPU busy between timed calls. A timed call is short and the host's share of each cycle
-        # (fresh inputs, checks, synchronizing) long; at so low a duty cycle the GPU's clock management runs
-        # the SMs at whatever clock the recent load suggested, and the same kernel's median moved by 50%
-        # from one evaluation to the next on an H200. The spin ends before the device-wide synchronize that
-        # precedes every timed call, so it never overlaps one.
-        if _spin is not None:
-            _spin(_SPIN_CYCLES_BEFORE_CALL)
 
     def audit_timing(self, times_ns: list[int]) -> TimingDoubt | None:
         pairs = self._clock_pairs[-len(times_ns):] if times_ns else []
