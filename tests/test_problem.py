@@ -100,6 +100,21 @@ def test_inputs_are_drawn_on_the_device_asked_for(tmp_path) -> None:
     assert torch.equal(on_cpu[0], problem.inputs(5)[0])  # the host draw is unchanged
 
 
+THROUGH_NUMPY = DRAWS_WHERE.replace("return [torch.randn(3), torch.ones(3, device=\"cpu\")]",
+                                    "return [torch.from_numpy(torch.randn(3).numpy()), torch.ones(3)]")
+
+
+def test_inputs_that_need_the_host_are_drawn_there_and_moved(tmp_path) -> None:
+    path = tmp_path / "through_numpy.py"
+    path.write_text(THROUGH_NUMPY)
+    problem = load_problem(path)
+    problem.module.SEEN.clear()
+    on_meta = problem.inputs(5, device=torch.device("meta"))
+    assert problem.module.SEEN == ["meta", "cpu"]  # tried on the device, then drawn on the host
+    assert [x.device.type for x in on_meta] == ["meta", "meta"]
+    assert torch.equal(problem.inputs(5, device=torch.device("cpu"))[0], problem.inputs(5)[0])
+
+
 @pytest.mark.gpu
 def test_inputs_drawn_on_the_gpu_are_reproducible() -> None:
     problem = load_problem(PROBLEMS / "gpu_leaky_scale.py")

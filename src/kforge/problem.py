@@ -115,14 +115,23 @@ class Problem:
         that device, with its own seeded generator) and anything still elsewhere is moved there: drawing a
         large input on the host and copying it costs far more than most kernels. The values depend on the
         device kind, not on the process, so every party that draws with the same seed on the same kind of
-        device (the workers, the harness's spot checks) gets the same inputs.
+        device (the workers, the harness's spot checks) gets the same inputs. A `get_inputs` that cannot run
+        on the device (one that goes through numpy, say) is drawn on the host and moved, by every party alike.
         """
-        torch.manual_seed(seed)
-        on_device = device is not None and device.type != "cpu"
-        with torch.device(device) if on_device else contextlib.nullcontext():
-            drawn = list(self.module.get_inputs()) if variant == 0 else list(
-                self.module.get_input_variants()[variant - 1])
+        if device is not None and device.type != "cpu":
+            try:
+                return _moved(self._draw(seed, variant, device), device)
+            except Exception:  # e.g. get_inputs converts through numpy, which needs host tensors
+                pass  # the same failure happens to every party drawing this seed, so all fall back alike
+        drawn = self._draw(seed, variant, None)
         return _moved(drawn, device) if device is not None else drawn
+
+    def _draw(self, seed: int, variant: int, device: torch.device | None) -> list[Any]:
+        torch.manual_seed(seed)
+        with torch.device(device) if device is not None else contextlib.nullcontext():
+            if variant == 0:
+                return list(self.module.get_inputs())
+            return list(self.module.get_input_variants()[variant - 1])
 
     def variant_count(self) -> int:
         return 1 + (len(self.module.get_input_variants()) if self.has_variants else 0)
