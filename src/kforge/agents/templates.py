@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import jinja2
 
+from kforge.templating import template_environment
 
-@lru_cache(maxsize=1)
+
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("kforge.agents", "prompts"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=False,
-        autoescape=False,  # prompts are plain text, not HTML
-    )
+    return template_environment("kforge.agents", "prompts")
 
 
 def render(name: str, **variables: Any) -> str:

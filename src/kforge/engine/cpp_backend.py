@@ -28,6 +28,7 @@ from kforge.engine.capture import LoweringError, cannot_lower
 from kforge.engine.construct import REFERENCE_CLASS, param_expression, reference_source
 from kforge.engine.expressions import python_expression
 from kforge.engine.lower import Leaf, Plan, plan
+from kforge.templating import template_environment
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,10 +41,8 @@ SPACE: dict[str, tuple[int, ...]] = {"block_n": (64, 256), "block_m": (48, 96), 
                                      "chunk": (8, 1)}
 
 
-@lru_cache(maxsize=1)
 def _templates() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("kforge", "data/engine/cpp"),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    return template_environment("kforge", "data/engine/cpp")
 
 
 @lru_cache(maxsize=1)

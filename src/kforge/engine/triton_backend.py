@@ -29,12 +29,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jinja2
-
 from kforge.engine.construct import param_expression, reference_source
 from kforge.engine.expressions import python_expression
 from kforge.engine.ir import POINTWISE_OPS, REDUCE_OPS, ROW_OPS, Arg, Node, Program, TensorSpec
 from kforge.engine.triton_emit import Unsupported, kernel_expression, literal, var
+from kforge.templating import template_environment
 
 __all__ = ["Unsupported", "variants"]
 
@@ -116,9 +115,7 @@ class _Lowering:
         self.reference = reference
         self.arguments = {spec.name: "in_" + var(spec.name)[2:] for spec in program.inputs}
         self.output = program.spec(program.outputs[0])
-        self.env = jinja2.Environment(loader=jinja2.PackageLoader("kforge", "data/engine/triton"),
-                                      undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                      trim_blocks=True, lstrip_blocks=True, autoescape=False)
+        self.env = template_environment("kforge", "data/engine/triton", trim_blocks=True)
 
     # ---- what is offered -------------------------------------------------------------------------------------
     def offers(self, vendor_gemm: bool, generated_gemm: bool) -> Iterator[tuple[Config, Any]]:

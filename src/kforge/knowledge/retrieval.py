@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import jinja2
 
 from kforge.knowledge.entries import Constraint, Pattern, WorkedExample
+from kforge.templating import template_environment
 
 Entry = Constraint | Pattern | WorkedExample
 
@@ -80,11 +80,5 @@ def _render(entry: Entry) -> str:
     return _templates().get_template(f"{kind}.j2").render(entry=entry).strip()
 
 
-@lru_cache(maxsize=1)
 def _templates() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("kforge", "data/knowledge/templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False,
-        autoescape=False,  # plain text for prompts, not HTML
-    )
+    return template_environment("kforge", "data/knowledge/templates")
