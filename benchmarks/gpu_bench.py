@@ -105,12 +105,12 @@ class Bench:
                 platform.flush_cache()
                 platform.synchronize()
                 platform.time_call(call)
-            pairs = platform.clock_pairs()[-100:]
+            records = platform.clock_records()[-100:]
             overhead = platform.host_overhead_ns()
-            device = statistics.median(d for d, _ in pairs)
-            surplus = statistics.median(h - d for d, h in pairs) - overhead
+            device = statistics.median(timed for timed, _, _ in records)
+            surplus = statistics.median(host - window for _, window, host in records) - overhead
             allowed = max(HIDDEN_WORK_FLOOR_NS, HIDDEN_WORK_FRACTION * device)
-            flagged = platform.audit_timing([d for d, _ in pairs]) is not None
+            flagged = platform.audit_timing([timed for timed, _, _ in records]) is not None
             figures[name] = {"device_us": device / 1e3, "surplus_us": surplus / 1e3, "allowed_us": allowed / 1e3,
                              "overhead_us": overhead / 1e3, "flagged": flagged}
             if name in honest:

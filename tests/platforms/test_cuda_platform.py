@@ -1,8 +1,9 @@
 """CudaPlatform's timing path and plumbing on a simulated device, so CI exercises them without a GPU.
 
 The simulation replaces the device primitives the platform captured at import (clock, events,
-synchronize): a candidate call launches work either on the timed stream or on a side stream that the
-timed stream never waits for, and the real `time_call` and `audit_timing` run on top.
+synchronize, the hold that fills the device before a call): a candidate call launches work either on the
+timed stream or on a side stream that the timed stream never waits for, and the real `time_call` and
+`audit_timing` run on top.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class SimulatedDevice:
     now: int = 0
     timed_busy_until: int = 0
     side_busy_until: int = 0
+    held_until: int = 0  # nothing on any stream starts before this
+    holds: list[int] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
     def clock(self) -> int:
@@ -51,10 +54,19 @@ class SimulatedDevice:
     def elapsed_ms(self, start: Event, end: Event) -> float:
         return (end.at_ns - start.at_ns) / 1e6
 
+    def hold(self, device: int, duration_ns: int) -> None:
+        self.now += LAUNCH_NS
+        self.holds.append(duration_ns)
+        self.held_until = max(self.now, self.timed_busy_until, self.side_busy_until) + duration_ns
+        self.timed_busy_until = self.held_until
+
+    def spend(self, host_ns: int) -> None:
+        self.now += host_ns
+
     def launch(self, duration_ns: int, side_stream: bool = False) -> None:
         self.now += LAUNCH_NS
         if side_stream:
-            self.side_busy_until = max(self.now, self.side_busy_until) + duration_ns
+            self.side_busy_until = max(self.now, self.side_busy_until, self.held_until) + duration_ns
         else:
             self.timed_busy_until = max(self.now, self.timed_busy_until) + duration_ns
 
@@ -68,6 +80,7 @@ def device(monkeypatch: pytest.MonkeyPatch) -> SimulatedDevice:
     monkeypatch.setattr(cuda_module, "_elapsed_time", simulated.elapsed_ms)
     monkeypatch.setattr(cuda_module, "_synchronize", simulated.synchronize)
     monkeypatch.setattr(cuda_module, "_current_stream", lambda device=None: "stream")
+    monkeypatch.setattr(cuda_module, "_hold", simulated.hold)
     return simulated
 
 
@@ -83,14 +96,37 @@ def timed_calls(platform: CudaPlatform, call: Any, count: int = 30) -> list[int]
 def test_events_time_the_kernel_on_the_callers_stream(device: SimulatedDevice) -> None:
     platform = CudaPlatform()
     times = timed_calls(platform, lambda: device.launch(40 * US))
-    assert all(38 * US <= t <= 48 * US for t in times), times
+    # The hold covered the launch, so the events saw the kernel alone: no launch or event lag in the figure.
+    assert times == [40 * US] * len(times), times
     assert platform.audit_timing(times) is None
 
 
-def test_work_hidden_on_a_side_stream_is_flagged(device: SimulatedDevice) -> None:
+def test_a_call_costs_its_issue_time_when_the_host_is_the_slower(device: SimulatedDevice) -> None:
+    platform = CudaPlatform()
+
+    def slow_to_issue() -> None:
+        device.spend(300 * US)  # Python around the launch
+        device.launch(5 * US)
+
+    times = timed_calls(platform, slow_to_issue)
+    assert all(t == 300 * US + LAUNCH_NS for t in times), times
+    assert platform.audit_timing(times) is None
+
+
+def test_the_hold_outlasts_the_hosts_latest_issue_times(device: SimulatedDevice) -> None:
+    platform = CudaPlatform()
+    timed_calls(platform, lambda: (device.spend(400 * US), device.launch(5 * US)), count=3)
+    issue = 400 * US + LAUNCH_NS
+    assert device.holds[0] < issue < device.holds[1] == device.holds[2]
+    device.holds.clear()
+    timed_calls(platform, lambda: device.launch(5 * US), count=12)
+    assert device.holds[-1] < 50 * US  # the long issue times have left the window
+
+
+def test_work_on_a_side_stream_waits_for_the_hold_and_is_flagged(device: SimulatedDevice) -> None:
     platform = CudaPlatform()
     times = timed_calls(platform, lambda: device.launch(40 * US, side_stream=True))
-    assert max(times) < 10 * US  # the events saw only the launch
+    assert max(times) < 10 * US  # the caller's stream saw only the launch
     doubt = platform.audit_timing(times)
     assert doubt is not None and doubt.rule == "dynamic.side-stream", doubt
 

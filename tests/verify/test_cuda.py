@@ -17,6 +17,7 @@ import torch
 from kforge.platforms import get_platform
 from kforge.platforms.cuda import CudaPlatform
 from kforge.platforms.cuda_device import is_context_error, l2_cache_bytes
+from kforge.platforms.cuda_hold import hold_device
 from kforge.verify.evaluate import TimingSettings, evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.prebuild import Prebuilder
@@ -95,6 +96,33 @@ def test_honest_work_passes_the_host_clock_cross_check() -> None:
     data = torch.randn(16 << 20, device="cuda")
     times = _timed(platform, lambda: data.mul_(1.0001))
     assert statistics.median(times) > 5_000  # 128 MB through memory
+    assert platform.audit_timing(times) is None
+
+
+def test_the_hold_keeps_kernels_of_every_stream_waiting() -> None:
+    """A kernel queued on another stream while the hold runs starts only when the hold is over."""
+    data = torch.randn(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    before, side_done = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    before.record()
+    hold_device(0, 2_000_000)
+    with torch.cuda.stream(side):
+        data.mul_(1.0001)
+        side_done.record(side)
+    torch.cuda.synchronize()
+    assert before.elapsed_time(side_done) >= 1.9, "the side stream's kernel ran during the hold"
+
+
+def test_a_small_kernel_is_timed_without_the_hosts_launch_gap() -> None:
+    platform = CudaPlatform()
+    data = torch.randn(1 << 16, device="cuda")
+    times = _timed(platform, lambda: data.mul_(1.0001))
+    records = platform.clock_records()[-len(times):]
+    # Each figure is the device's time or the host's time to issue the call, whichever was longer; the span
+    # from before the hold to the end event is far longer (it holds the hold).
+    assert all(timed < window for timed, window, _ in records), records
+    assert statistics.median(times) < 50_000, times
     assert platform.audit_timing(times) is None
 
 
@@ -180,9 +208,8 @@ def test_kernel_on_an_unawaited_side_stream_is_not_accepted(judge: Judge) -> Non
 def test_side_stream_only_while_timed_gains_nothing(judge: Judge) -> None:
     """Rejected by the host-clock audit, or timed at no less than the honest kernel: never a false win.
 
-    On an H200 the second happens: the host takes longer to launch the side-stream work than the work takes,
-    so the events around the call (on an idle caller's stream they measure the host's launch gap) already
-    cover it, and the audit has nothing to find."""
+    The hold before each timed call fills the device, so work launched on a side stream cannot run before
+    the start event: it runs inside the timed window (the second outcome) or after it (the first)."""
     verdict = judge(GPU / "side_stream_when_timed.py")
     if verdict.verdict == Outcome.REJECTED:
         assert verdict.rule == "dynamic.side-stream", verdict.reason

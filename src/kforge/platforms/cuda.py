@@ -1,9 +1,12 @@
 """The CUDA platform: CUDA C++ (load_inline) and Triton candidates on an NVIDIA GPU.
 
 Timing uses device events on the caller's stream around each call, with the device idle before and after
-and the L2 flushed in between. Each call is also timed by the host clock up to a device-wide
-synchronize; `audit_timing` compares the two, so work pushed onto another stream cannot hide from the
-events. The judgement itself (and every other decision that needs no GPU) is in `cuda_device.py`.
+and the L2 flushed in between. While the host issues the call, a hold (`cuda_hold.py`) keeps every
+multiprocessor busy, so the events measure the device's own time for the call; the host's time to issue it
+is measured too, and a call costs the larger of the two (what it costs when calls follow one another).
+Each call is also timed by the host clock up to a device-wide synchronize; `audit_timing` compares that
+with the events, so work pushed onto another stream cannot hide from them. The judgement itself (and
+every other decision that needs no GPU) is in `cuda_device.py`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
@@ -25,6 +29,7 @@ from kforge.platforms.cuda_device import (
     hidden_work,
     l2_cache_bytes,
 )
+from kforge.platforms.cuda_hold import hold_available, hold_device
 from kforge.platforms.cuda_poison import poison_free_memory
 
 # Captured when the worker imports this module, before any candidate code exists in the process: a
@@ -35,9 +40,17 @@ _current_stream = torch.cuda.current_stream
 _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
 _elapsed_time = torch.cuda.Event.elapsed_time
+_hold = hold_device if hold_available() else None
 
 _CALIBRATION_CALLS = 25
 _KEPT_CLOCK_PAIRS = 4096
+# The hold before each call lasts 1.5 times the longest of the latest issue times, plus a margin: long
+# enough that the device is still held when the host has issued the call (if not, the device waits for the
+# host inside the timed window, which costs the candidate and hides nothing).
+_HOLD_FIRST_NS = 200_000
+_HOLD_MARGIN_NS = 30_000
+_HOLD_MAX_NS = 20_000_000
+_ISSUES_KEPT = 8
 
 
 class CudaPlatform(Platform):
@@ -56,9 +69,10 @@ class CudaPlatform(Platform):
         torch.backends.cuda.matmul.allow_tf32 = False
         self._flush_buffer: torch.Tensor | None = None
         self._flush_round = 0
-        self._events: tuple[Any, Any] | None = None
-        # (event ns, host ns) of the latest timed calls, for audit_timing.
-        self._clock_pairs: list[tuple[int, int]] = []
+        self._events: tuple[Any, Any, Any] | None = None
+        self._issues_ns: deque[int] = deque(maxlen=_ISSUES_KEPT)
+        # (reported ns, window ns, host ns) of the latest timed calls, for audit_timing.
+        self._clock_records: list[tuple[int, int, int]] = []
 
     @classmethod
     def is_available(cls) -> bool:
@@ -73,25 +87,43 @@ class CudaPlatform(Platform):
         _synchronize(self._index)
 
     def time_call(self, call: Callable[[], Any]) -> tuple[Any, int]:
-        result, device_ns, host_ns = self._measure(call)
-        self._clock_pairs.append((device_ns, host_ns))
-        del self._clock_pairs[:-_KEPT_CLOCK_PAIRS]
-        return result, device_ns
+        result, reported_ns, window_ns, host_ns = self._measure(call)
+        self._clock_records.append((reported_ns, window_ns, host_ns))
+        del self._clock_records[:-_KEPT_CLOCK_PAIRS]
+        return result, reported_ns
 
-    def _measure(self, call: Callable[[], Any]) -> tuple[Any, int, int]:
-        """Events on the caller's stream, and the host clock until the whole device is idle."""
+    def _measure(self, call: Callable[[], Any]) -> tuple[Any, int, int, int]:
+        """One call: (result, what it costs, the events' whole window, the host clock until the device is idle).
+
+        The cost is the larger of the device's time for the call (events behind the hold) and the host's
+        time to issue it. The window runs from an event recorded before the hold to the end event, so it
+        spans the same stretch as the host clock, which `audit_timing` compares it with.
+        """
         if self._events is None:
-            self._events = (_Event(enable_timing=True), _Event(enable_timing=True))
-        start, end = self._events
+            self._events = (_Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True))
+        before, start, end = self._events
         # The stream is taken before the call, so a candidate that switches streams is still timed on ours.
         stream = _current_stream(self._index)
         host_start = _clock()
+        _record(before, stream)
+        if _hold is not None:
+            _hold(self._index, self._hold_ns())
         _record(start, stream)
+        issue_start = _clock()
         result = call()
+        issue_ns = _clock() - issue_start
         _record(end, stream)
         _synchronize(self._index)
         host_ns = _clock() - host_start
-        return result, round(_elapsed_time(start, end) * 1e6), host_ns
+        self._issues_ns.append(issue_ns)
+        device_ns = round(_elapsed_time(start, end) * 1e6)
+        window_ns = round(_elapsed_time(before, end) * 1e6)
+        return result, max(device_ns, issue_ns), window_ns, host_ns
+
+    def _hold_ns(self) -> int:
+        if not self._issues_ns:
+            return _HOLD_FIRST_NS
+        return min(_HOLD_MAX_NS, round(1.5 * max(self._issues_ns)) + _HOLD_MARGIN_NS)
 
     def flush_cache(self) -> None:
         if self._flush_buffer is None:
@@ -101,23 +133,25 @@ class CudaPlatform(Platform):
         self._flush_buffer.fill_(self._flush_round)
 
     def audit_timing(self, times_ns: list[int]) -> TimingDoubt | None:
-        pairs = self._clock_pairs[-len(times_ns):] if times_ns else []
-        if [device for device, _ in pairs] != list(times_ns):
+        pairs = self._clock_records[-len(times_ns):] if times_ns else []
+        if [reported for reported, _, _ in pairs] != list(times_ns):
             return TimingDoubt("dynamic.clock", "the timing loop's figures differ from the device events' record")
-        reason = hidden_work([device for device, _ in pairs], [host for _, host in pairs], self.host_overhead_ns())
+        reason = hidden_work([window for _, window, _ in pairs], [host for _, _, host in pairs],
+                             self.host_overhead_ns(), times_ns)
         return TimingDoubt("dynamic.side-stream", reason) if reason else None
 
-    def clock_pairs(self) -> list[tuple[int, int]]:
-        """(event ns, host ns) of the latest timed calls, oldest first: what audit_timing judges."""
-        return list(self._clock_pairs)
+    def clock_records(self) -> list[tuple[int, int, int]]:
+        """(reported ns, event window ns, host ns) of the latest timed calls, oldest first: what audit_timing
+        judges."""
+        return list(self._clock_records)
 
     def host_overhead_ns(self) -> float:
-        """Host time minus event time for an empty call: launch and synchronization latency alone."""
+        """Host time minus the events' window for an empty call: launch and synchronization latency alone."""
         self.synchronize()
         samples = []
         for _ in range(_CALIBRATION_CALLS):
-            _, device_ns, host_ns = self._measure(lambda: None)
-            samples.append(host_ns - device_ns)
+            _, _, window_ns, host_ns = self._measure(lambda: None)
+            samples.append(host_ns - window_ns)
         return statistics.median(samples)
 
     def poison_free_memory(self, reserve_bytes: int) -> None:

@@ -82,19 +82,22 @@ def is_context_error(text: str) -> bool:
     return context_error_line(text) is not None
 
 
-def hidden_work(device_ns: Sequence[int], host_ns: Sequence[int], overhead_ns: float) -> str | None:
+def hidden_work(device_ns: Sequence[int], host_ns: Sequence[int], overhead_ns: float,
+                timed_ns: Sequence[int] | None = None) -> str | None:
     """Why the timings show work that ran outside the timed stream, or None.
 
-    `device_ns[i]` is what the events on the caller's stream measured for call i; `host_ns[i]` is the
-    host clock from just before the start event until the whole device was idle again; `overhead_ns` is
-    the usual difference between the two for an empty call. An honest call's host time exceeds its event
-    time by about that overhead. Work launched on another stream and not awaited by the caller's stream
-    keeps the device busy after the end event: the host sees it, the events do not.
+    `device_ns[i]` is the span the events on the caller's stream measured for call i, from just before
+    the call's hold to its end; `host_ns[i]` is the host clock from just before that first event until
+    the whole device was idle again; `overhead_ns` is the usual difference between the two for an empty
+    call. An honest call's host time exceeds its event span by about that overhead. Work launched on
+    another stream and not awaited by the caller's stream keeps the device busy after the end event: the
+    host sees it, the events do not. The allowance is a share of what the calls were timed at
+    (`timed_ns`, by default the spans themselves).
     """
     if not device_ns or len(device_ns) != len(host_ns):
         return None
     surplus = statistics.median(host - device for device, host in zip(device_ns, host_ns, strict=True)) - overhead_ns
-    device = statistics.median(device_ns)
+    device = statistics.median(timed_ns if timed_ns else device_ns)
     allowed = max(HIDDEN_WORK_FLOOR_NS, HIDDEN_WORK_FRACTION * device)
     if surplus <= allowed:
         return None
