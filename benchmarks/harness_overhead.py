@@ -76,7 +76,7 @@ def main() -> None:
                  f"{len(medians)} evaluations: " + ", ".join(f"{m:.4f}" for m in medians)))
     rows.append(("spread of the median", f"{100 * spread:.2f} %", "(max - min) / mean; target <= 3% (CPU)"))
 
-    table = Table(title=f"kforge harness on {args.platform}: {args.solution.relative_to(ROOT)}")
+    table = Table(title=f"kforge harness on {args.platform}: {args.solution}")
     for column in ("figure", "value", "detail"):
         table.add_column(column)
     for row in rows:
