@@ -193,9 +193,11 @@ def test_other_configurations_are_correct_too(tmp_path: Path, name: str, wanted:
     _judge(tmp_path, name, _variant(name, **wanted))
 
 
-def test_vendor_gemm_variant_is_the_vendor_call_and_one_fused_kernel(tmp_path: Path) -> None:
+def test_vendor_gemm_variant_is_the_vendor_call_and_a_fused_kernel(tmp_path: Path) -> None:
     source = _variant("linear_gelu", vendor=True)
-    assert "F.linear(" in source and source.count("@triton.jit") == 1 and "tl.dot" not in source
+    assert "F.linear(" in source and "tl.dot" not in source
+    # One fused kernel, in two forms: the fast path's and the general (strided) one.
+    assert source.count("@triton.jit") == 2 and "def _fused(" in source and "def _fused_strided(" in source
     _judge(tmp_path, "linear_gelu", source, Policy().allowing_vendor_gemm())
 
 
@@ -245,9 +247,9 @@ def test_a_depthwise_convolution_is_generated_without_the_vendor() -> None:
     assert {config["BLOCK_T"] for config, _ in found} >= {256, 512, 1024}
     # The causal slice and the SiLU are held by the convolution's store: one kernel.
     assert all(source.count("@triton.jit") == 1 and "tl.sigmoid" in source for _, source in found)
-    # A per-channel scale is not: a second, fused kernel follows.
-    assert all(source.count("@triton.jit") == 2 for _, source in variants(PROGRAMS["strided_conv_scale"],
-                                                                         _source("strided_conv_scale")))
+    # A per-channel scale is not: a fused kernel follows (in its fast and general forms).
+    assert all(source.count("@triton.jit") == 3 and "_fused[grid](" in source
+               for _, source in variants(PROGRAMS["strided_conv_scale"], _source("strided_conv_scale")))
 
 
 @pytest.mark.gpu

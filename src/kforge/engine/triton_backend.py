@@ -25,6 +25,7 @@ the GEMM's float32 precision) are baked into each variant's source; `kforge.engi
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from kforge.engine.construct import param_expression, reference_source
 from kforge.engine.expressions import python_expression
 from kforge.engine.ir import POINTWISE_OPS, REDUCE_OPS, ROW_OPS, Arg, Node, Program, TensorSpec
 from kforge.engine.triton_emit import Unsupported, kernel_expression, literal, var
+from kforge.engine.triton_fast import param_root, prelude_split, tiling
 from kforge.templating import template_environment
 
 __all__ = ["Unsupported", "variants"]
@@ -67,7 +69,7 @@ def variants(program: Program, problem_source: str, vendor_gemm: bool = False, l
     lowering = _Lowering(program, reference_source(problem_source))
     found: list[tuple[Config, str]] = []
     for config, render in lowering.offers(vendor_gemm, generated_gemm):
-        found.append((config, render()))
+        found.append((config, _tidy(render())))
         if len(found) >= limit:
             break
     if not found:
@@ -375,9 +377,41 @@ class _Lowering:
         leaves = self.leaves_of(split, split.compute)
         if not leaves:
             raise Unsupported("the Triton backend needs at least one tensor operand")
+        scalars = self.scalars_of(split, split.compute)
+        fast = self.pointwise_fast(split, leaves, scalars)
+        common = self.common(split, config, "A fused pointwise kernel: every operation in one pass over the output.")
+        if fast is not None:
+            common["prelude"], fast["rest"] = prelude_split(split.prelude, [*fast["runtime"], *scalars])
         return self.env.get_template("pointwise.py.j2").render(
-            **self.common(split, config, "A fused pointwise kernel: every operation in one pass over the output."),
-            leaves=leaves, body=self.body(split, split.compute), scalars=self.scalars_of(split, split.compute))
+            **common, leaves=leaves, body=self.body(split, split.compute), scalars=scalars, fast=fast,
+            strided_kernel="_fused_strided" if fast else "_fused")
+
+    def pointwise_fast(self, split: _Split, leaves: list[_Leaf], scalars: list[str]) -> dict[str, Any] | None:
+        """The fast path of a pointwise module (see `kforge.engine.triton_fast`), or None where it has none: every
+        operand either a parameter (or a reshape of one) or of the output's shape."""
+        out_shape = self.program.shape(self.resolve(split, self.output.name))
+        roots = {leaf.name: param_root(self.program, leaf.name) for leaf in leaves}
+        runtime = [leaf for leaf in leaves if roots[leaf.name] is None]
+        fixed = [leaf for leaf in leaves if roots[leaf.name] is not None]
+        if not runtime or any(self.program.shape(leaf.name) != out_shape for leaf in runtime):
+            return None
+        layout = tiling(out_shape, [self.program.shape(leaf.name) for leaf in fixed])
+        if layout is None:
+            return None
+        first = runtime[0].python
+        condition = [f"{first}.is_contiguous()", f"{first}.dim() == {len(out_shape)}"]
+        for leaf in runtime[1:]:
+            condition += [f"{leaf.python}.shape == {first}.shape", f"{leaf.python}.is_contiguous()"]
+        condition += [f"{first}.shape[{d}] == {out_shape[d]}" for d in layout.varying]
+        loads = [f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
+                 if roots[leaf.name] is None else layout.load(leaf.arg, leaf.var, self.program.shape(leaf.name))
+                 for leaf in leaves]
+        passed = [leaf.python if roots[leaf.name] is None else param_expression(str(roots[leaf.name]))
+                  for leaf in leaves]
+        return {"condition": " and ".join(condition), "first": first, "loads": loads, "passed": passed,
+                "cols": layout.cols(first), "runtime": [leaf.python for leaf in runtime],
+                "spans": [(name, value) for (name, _, _), value in zip(layout.spans, layout.span_values(first),
+                                                                       strict=True)]}
 
     def render_rows(self, split: _Split, red: Node, config: Config) -> str:
         return _RowsPlan(self, split, red).render(config)
@@ -475,6 +509,11 @@ def _unit_view(source: tuple[int, ...], target: tuple[int, ...]) -> str | None:
         if target[position] == 1 and target[:position] + target[position + 1:] == source:
             return f".unsqueeze({position - len(target)})"
     return None
+
+
+def _tidy(source: str) -> str:
+    """At most two blank lines in a row (templates joined by blocks leave more)."""
+    return re.sub(r"\n{4,}", "\n\n\n", source)
 
 
 def _config_text(config: Config) -> str:

@@ -1,0 +1,109 @@
+"""Host time of the builtin engine's generated Triton `forward`, its kernel launches left out: prints a table.
+
+    python benchmarks/forward_overhead.py [--examples gated_channel_scale ...] [--calls 2000] [--repeats 7]
+
+For each bundled example, the engine's default Triton variant (as `benchmarks/gpu_host_probe.py launch`
+renders it: vendor GEMM allowed, the first variant) is imported in this process (our own generated code, not
+a candidate) and every `@triton.jit` kernel in it is replaced by a recorder that keeps the launch's grid and
+arguments and launches nothing. What is left is the Python and framework work `forward` does around its
+launches, on CPU tensors. Columns, per call:
+  forward   microseconds of host time (median over --repeats runs of --calls calls);
+  launches  kernel launches;
+  args      arguments passed to them (run-time and compile-time), a proxy for the launcher's own cost
+            (each argument is type-checked and specialised by Triton on every launch).
+The launcher's cost itself needs a GPU: run `python benchmarks/gpu_host_probe.py launch` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+class Recorder:
+    """Stands in for a JIT function: `kernel[grid](*args, **kwargs)` records the call and does nothing else."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.args = 0
+
+    def __getitem__(self, grid: Any) -> Recorder:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self.launches += 1
+        self.args += len(args) + len(kwargs)
+
+
+def load_without_launches(source: str, name: str, scratch: Path) -> tuple[Any, list[Recorder]]:
+    """The generated module, imported, with each JIT kernel replaced by a Recorder."""
+    import triton
+
+    path = scratch / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    recorders = []
+    for attribute, value in list(vars(module).items()):
+        if isinstance(value, triton.runtime.JITFunction):
+            recorder = Recorder()
+            setattr(module, attribute, recorder)
+            recorders.append(recorder)
+    return module, recorders
+
+
+def per_call_us(forward: Any, calls: int, repeats: int) -> float:
+    for _ in range(calls // 10):
+        forward()
+    runs = []
+    for _ in range(repeats):
+        began = time.perf_counter_ns()
+        for _ in range(calls):
+            forward()
+        runs.append((time.perf_counter_ns() - began) / calls / 1e3)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", nargs="*", default=sorted(p.parent.name for p in EXAMPLES.glob("*/problem.py")))
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    from kforge.engine.propose import propose
+    from kforge.problem import load_problem
+
+    torch.set_num_threads(1)
+    print(f"{'example':<28} {'forward (us)':>12} {'launches':>9} {'args':>5}  variant")
+    with tempfile.TemporaryDirectory() as scratch, torch.no_grad():
+        for example in args.examples:
+            problem = load_problem(EXAMPLES / example / "problem.py")
+            variant = propose(problem, "triton", vendor_gemm=True, limit=1).variants[0]
+            module, recorders = load_without_launches(variant.source, f"overhead_{example}", Path(scratch))
+            torch.manual_seed(0)
+            model = module.ModelNew(*problem.init_inputs())
+            inputs = problem.inputs(0)
+            model(*inputs)
+            launches = sum(r.launches for r in recorders)
+            arguments = sum(r.args for r in recorders)
+            micro = per_call_us(lambda model=model, inputs=inputs: model(*inputs), args.calls, args.repeats)
+            print(f"{example:<28} {micro:>12.2f} {launches:>9} {arguments:>5}  {variant.label()}", flush=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
