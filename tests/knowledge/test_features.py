@@ -12,7 +12,9 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 
 EXPECTED = {
     "causal_depthwise_conv1d": {"convolution"},
+    "conv2d_scaled_mish": {"convolution", "elementwise"},
     "gated_channel_scale": {"elementwise"},
+    "linear_film_silu_clamp": {"gemm", "elementwise"},
     "linear_gelu_tanh": {"gemm", "elementwise"},
     "logmeanexp_pool": {"reduction", "elementwise"},
     "temperature_softmax": {"reduction", "elementwise"},
@@ -22,6 +24,10 @@ EXPECTED = {
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bundled_examples(name: str) -> None:
     assert problem_features((EXAMPLES / name / "problem.py").read_text()) == EXPECTED[name]
+
+
+def test_every_bundled_example_has_expected_features() -> None:
+    assert {path.parent.name for path in EXAMPLES.glob("*/problem.py")} == set(EXPECTED)
 
 
 def _model(body: str) -> str:
