@@ -25,6 +25,7 @@ the GEMM's float32 precision) are baked into each variant's source; `kforge.engi
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ class _Leaf:
     python: str
     mode: str = "full"  # full | row (varies along the reduced dim only) | col (along a GEMM's N only) | scalar
     prepare: str = ""  # the expression passed to the kernel
+    root: str | None = None  # the parameter holding its elements in order (itself, or a reshape of it)
 
     @property
     def arg(self) -> str:
@@ -160,11 +162,12 @@ class _Lowering:
         bias = ", {2}" if len(heavy.value_args) > 2 else ""
         for config, precision in itertools.islice(self.gemm_configs(), 8):
             split = self.split(heavy_python=f"_gemm({{0}}, {{1}}{bias})")
+            fixed = self.gemm_fixed(heavy, config, [])
             split.heavy_kernel += self.env.get_template("gemm_function.j2").render(
                 kernel="_gemm_kernel", leaves=[], body=[], scalars=[], heavy=var(heavy.name), result=var(heavy.name),
                 has_bias=bool(bias), op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python="a_in",
                 b_python="b_in", bias_python="bias", out_dtype=f"torch.{heavy.dtype}", config=config,
-                precision=precision, config_text=_config_text(config))
+                precision=precision, config_text=_config_text(config), fixed=fixed, finish="")
             yield from itertools.islice(self.fused_offers(split, config), 2)
 
     def depthwise_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
@@ -334,7 +337,7 @@ class _Lowering:
             for arg in node.value_args:
                 arg = self.resolve(split, arg)
                 if arg in split.python and arg not in leaves:
-                    leaves[arg] = _Leaf(arg, split.python[arg])
+                    leaves[arg] = _Leaf(arg, split.python[arg], root=param_root(self.program, arg))
         return list(leaves.values())
 
     def operand(self, split: _Split, overrides: Mapping[str, str] | None = None) -> Any:
@@ -423,8 +426,7 @@ class _Lowering:
         leaves = self.leaves_of(split, epilogue)
         columns = heavy.shape[-1]
         for leaf in leaves:
-            leaf.mode = _broadcast_mode(self.program.spec(leaf.name), heavy.shape, len(heavy.shape) - 1,
-                                        self.program.params)
+            leaf.mode = _broadcast_mode(leaf, self.program.shape(leaf.name), heavy.shape, len(heavy.shape) - 1)
             if leaf.mode == "row":
                 leaf.mode = "col"
             if leaf.mode == "col" and self.program.shape(leaf.name)[-1:] != (columns,):
@@ -438,7 +440,24 @@ class _Lowering:
             op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python=args[0], b_python=args[1],
             has_bias=len(args) > 2,
             bias_python=args[2] if len(args) > 2 else "", heavy=var(heavy.name),
-            precision=precision)
+            precision=precision, fixed=self.gemm_fixed(heavy, config, leaves))
+
+    def gemm_fixed(self, heavy: Node, config: Config, leaves: list[_Leaf]) -> dict[str, Any] | None:
+        """The fixed form of the generated GEMM (see `_gemm.j2`) when the right operand is a parameter and the
+        epilogue reads parameters only; its constants and masks for `config`; else None."""
+        weight = str(heavy.value_args[1])
+        shape = self.program.shape(weight)
+        if (heavy.op not in ("linear", "matmul") or len(shape) != 2 or param_root(self.program, weight) != weight
+                or _batched(self.program, heavy) or any(leaf.mode == "full" for leaf in leaves)
+                or 0 in shape or math.prod(shape) >= 2 ** 31):
+            return None
+        n, k = shape if heavy.op == "linear" else shape[::-1]
+        even_n, even_k = n % config["BLOCK_N"] == 0, k % config["BLOCK_K"] == 0
+        return {"N": n, "K": k, "even_n": even_n, "tiles_n": -(-n // config["BLOCK_N"]),
+                "a_mask": "(rm[:, None] < M)" + ("" if even_k else " & (rk[None, :] < K - k)"),
+                "b_mask": " & ".join(([] if even_k else ["(rk[:, None] < K - k)"])
+                                     + ([] if even_n else ["(rn[None, :] < N)"])),
+                "out_mask": "(rm[:, None] < M)" + ("" if even_n else " & (rn[None, :] < N)")}
 
 
 class _RowsPlan:
@@ -464,21 +483,21 @@ class _RowsPlan:
 
     def render(self, config: Config, template: str = "rows.py.j2", **extra: Any) -> str:
         lowering, split, red = self.lowering, self.split, self.red
-        params = lowering.program.params
         tile_leaves = lowering.leaves_of(split, [*self.pre, Node("_", "neg", (self.source,), ())])
         norm_args = list(red.value_args[1:])  # layer_norm's weight and bias
         known = {leaf.name for leaf in tile_leaves}
-        tile_leaves += [_Leaf(arg, split.python[arg]) for arg in norm_args if arg not in known]
+        tile_leaves += [_Leaf(arg, split.python[arg], root=param_root(lowering.program, arg))
+                        for arg in norm_args if arg not in known]
         for leaf in tile_leaves:
-            leaf.mode = _broadcast_mode(lowering.program.spec(leaf.name), self.shape, self.dim, params)
+            leaf.mode = _broadcast_mode(leaf, lowering.program.shape(leaf.name), self.shape, self.dim)
             leaf.prepare = _prepare(leaf, "shape")
         post_leaves = [leaf for leaf in lowering.leaves_of(split, self.post)
                        if leaf.name not in {t.name for t in tile_leaves}]
         for leaf in post_leaves:
             if self.full:
-                leaf.mode = _broadcast_mode(lowering.program.spec(leaf.name), self.shape, self.dim, params)
+                leaf.mode = _broadcast_mode(leaf, lowering.program.shape(leaf.name), self.shape, self.dim)
             else:
-                leaf.mode = "scalar" if _is_scalar(lowering.program.spec(leaf.name), params) else "full"
+                leaf.mode = "scalar" if _is_scalar(leaf, lowering.program.shape(leaf.name)) else "full"
             leaf.prepare = _prepare(leaf, "shape" if self.full else "out_shape")
         tile_lines = [_rows_load(leaf, full=True) for leaf in tile_leaves] + lowering.body(split, self.pre)
         post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
@@ -487,16 +506,44 @@ class _RowsPlan:
         stat = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "layer_norm": "moments"}.get(red.op, "lse")
         common = lowering.common(split, config, f"A fused {red.op} over one dim, with the pointwise work before "
                                                 "it done on its input tiles and the work after it on its output.")
+        scalars = lowering.scalars_of(split, [*self.pre, *self.post, red])
+        fast = self.fast(tile_leaves, post_leaves)
+        if fast is not None:
+            common["prelude"], fast["rest"] = prelude_split(split.prelude, [*fast["runtime"], *scalars])
         return lowering.env.get_template(template).render(
-            **{**common, **extra},
+            **{**common, **extra}, fast=fast,
+            passed=fast["passed"] if fast else [leaf.prepare for leaf in tile_leaves + post_leaves],
             # The operands whose broadcast shape is the reduced operand's (layer norm's weight and bias left out).
             leaves=tile_leaves + post_leaves,
             tile_leaves=[leaf for leaf in tile_leaves if leaf.name not in norm_args] or tile_leaves,
-            scalars=lowering.scalars_of(split, [*self.pre, *self.post, red]), last=self.from_end == 0,
+            scalars=scalars, last=self.from_end == 0,
             from_end=self.from_end, full=self.full, keepdim=bool(red.attr("keepdim", False)), stat=stat,
             mean=red.op in ("mean", "layer_norm"), red=var(red.name), red_op=red.op,
             x=var(self.source), tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
             eps=literal(red.attr("eps", 1e-5)))
+
+    def fast(self, tile_leaves: list[_Leaf], post_leaves: list[_Leaf]) -> dict[str, Any] | None:
+        """The fast path (see `kforge.engine.triton_fast`): the operands of the reduced operand's shape read as
+        they are when contiguous, with no broadcast; None where some operand always needs laying out (a
+        parameter broadcast in full, an operand of the output's shape)."""
+        program = self.lowering.program
+        leaves = tile_leaves + post_leaves
+        runtime = [leaf for leaf in leaves if leaf.root is None]
+        if (not runtime or any(leaf.mode == "full" and leaf.root is not None for leaf in leaves)
+                or any(leaf not in tile_leaves or program.shape(leaf.name) != self.shape for leaf in runtime)):
+            return None
+        first = runtime[0].python
+        checks = [f"{leaf.python}.shape == {first}.shape and {leaf.python}.is_contiguous()" for leaf in runtime[1:]]
+        rank = max((len(program.shape(leaf.name)) for leaf in leaves if leaf.root is not None), default=0)
+        if rank > self.from_end + 1:  # a parameter with more dims than the reduction needs
+            checks.append(f"{first}.dim() >= {rank}")
+        if any(leaf.mode == "row" for leaf in leaves):
+            checks.append(f"{first}.shape[{-1 - self.from_end}] == {self.shape[self.dim]}")
+        alone = not checks  # one operand and nothing to check: made contiguous, no branch
+        passed = [(f"{leaf.python}.contiguous()" if alone else leaf.python) if leaf.root is None else leaf.prepare
+                  for leaf in leaves]
+        return {"condition": " and ".join([f"{first}.is_contiguous()", *checks]) if checks else "", "first": first,
+                "runtime": [leaf.python for leaf in runtime], "passed": passed}
 
 
 def _unit_view(source: tuple[int, ...], target: tuple[int, ...]) -> str | None:
@@ -569,24 +616,22 @@ def _ancestors(split: _Split, name: str) -> set[str]:
     return found
 
 
-def _is_scalar(spec: TensorSpec | Node, params: tuple[TensorSpec, ...]) -> bool:
-    numel = 1
-    for size in spec.shape:
-        numel *= size
-    return numel == 1 and spec in params
+def _is_scalar(leaf: _Leaf, shape: tuple[int, ...]) -> bool:
+    return math.prod(shape) == 1 and leaf.root is not None
 
 
-def _broadcast_mode(spec: TensorSpec | Node, shape: tuple[int, ...], dim: int, params: tuple[TensorSpec, ...]) -> str:
-    """How a kernel may index `spec` broadcast to `shape`: a scalar, a vector along `dim` only, or in full.
+def _broadcast_mode(leaf: _Leaf, own: tuple[int, ...], shape: tuple[int, ...], dim: int) -> str:
+    """How a kernel may index `leaf` (of shape `own`) broadcast to `shape`: a scalar, a vector along `dim` only,
+    or in full.
 
-    Only parameters (whose sizes never change) are given the cheap modes; anything else is made contiguous
-    in the full shape, which is always right.
+    Only parameters (whose sizes never change) and reshapes of them are given the cheap modes; anything else is
+    made contiguous in the full shape, which is always right.
     """
-    if spec not in params:
+    if leaf.root is None:
         return "full"
-    if _is_scalar(spec, params):
+    if _is_scalar(leaf, own):
         return "scalar"
-    aligned = (1,) * (len(shape) - len(spec.shape)) + tuple(spec.shape)
+    aligned = (1,) * (len(shape) - len(own)) + tuple(own)
     if len(aligned) == len(shape) and all(size == 1 for d, size in enumerate(aligned) if d != dim) \
             and aligned[dim] == shape[dim]:
         return "row"
@@ -594,13 +639,10 @@ def _broadcast_mode(spec: TensorSpec | Node, shape: tuple[int, ...], dim: int, p
 
 
 def _prepare(leaf: _Leaf, shape: str) -> str:
-    """The expression handing `leaf` to the kernel: parameters as they are where their layout already fits."""
-    if leaf.mode in ("scalar", "row", "col") and leaf.python.startswith("self.reference"):
-        return leaf.python  # a parameter or buffer: contiguous, and the kernel indexes it as a vector
-    if leaf.mode == "scalar":
-        return f"{leaf.python}.reshape(1)"
-    if leaf.mode in ("row", "col"):
-        return f"{leaf.python}.reshape(-1).contiguous()"
+    """The expression handing `leaf` to the kernel: a parameter as it is where the kernel indexes it as a vector
+    (contiguous, its elements in the order of any reshape of it), anything else laid out in full."""
+    if leaf.mode in ("scalar", "row", "col") and leaf.root is not None:
+        return param_expression(leaf.root)
     return f"_dense({leaf.python}, {shape})"
 
 
