@@ -25,6 +25,19 @@ def test_tampered_timer_disagrees_with_the_second_clock() -> None:
     assert "tampered" in (clock_disagreement(readings) or "")
 
 
+def test_a_hold_before_each_call_is_not_taken_for_a_tampered_timer() -> None:
+    # A GPU call timed behind a 1.2 ms hold: the second clock sees the hold, the timer (rightly) does not.
+    readings = ClockReadings([800_000] * 20, [2 * MS + 50_000] * 20, loop_ns=60 * MS, elapsed_ns=70 * MS,
+                             lead_in_ns=[1_200_000] * 20)
+    assert clock_disagreement(readings) is None
+    assert "tampered" in (clock_disagreement(ClockReadings([800_000] * 20, [2 * MS + 50_000] * 20, loop_ns=60 * MS,
+                                                           elapsed_ns=70 * MS)) or "")
+    # The hold excuses only itself: a timer that reports nothing is still caught.
+    readings = ClockReadings([1000] * 20, [2 * MS + 50_000] * 20, loop_ns=60 * MS, elapsed_ns=70 * MS,
+                             lead_in_ns=[1_200_000] * 20)
+    assert "tampered" in (clock_disagreement(readings) or "")
+
+
 def test_stopped_clocks_are_caught_by_the_harness_clock() -> None:
     readings = ClockReadings([1000] * 100, [1100] * 100, loop_ns=1 * MS, elapsed_ns=5000 * MS)
     assert "stopped" in (clock_disagreement(readings) or "")

@@ -57,6 +57,13 @@ class Platform(ABC):
     def time_call(self, call: Callable[[], Any]) -> tuple[Any, int]:
         """Run `call` once with the device idle before and after; return its result and elapsed nanoseconds."""
 
+    def lead_in_ns(self) -> int:
+        """Device time the platform queued before the latest timed call and waited for, not part of the call.
+
+        A second clock around `time_call` sees it; the figure `time_call` returns does not (the CUDA
+        platform's hold, for instance). 0 unless a platform says otherwise."""
+        return 0
+
     @abstractmethod
     def flush_cache(self) -> None:
         """Evict the inputs from the caches, so that each timed call starts cold."""

@@ -71,6 +71,7 @@ class CudaPlatform(Platform):
         self._flush_round = 0
         self._events: tuple[Any, Any, Any] | None = None
         self._issues_ns: deque[int] = deque(maxlen=_ISSUES_KEPT)
+        self._last_hold_ns = 0
         # (reported ns, window ns, host ns) of the latest timed calls, for audit_timing.
         self._clock_records: list[tuple[int, int, int]] = []
 
@@ -106,8 +107,9 @@ class CudaPlatform(Platform):
         stream = _current_stream(self._index)
         host_start = _clock()
         _record(before, stream)
+        self._last_hold_ns = self._hold_ns() if _hold is not None else 0
         if _hold is not None:
-            _hold(self._index, self._hold_ns())
+            _hold(self._index, self._last_hold_ns)
         _record(start, stream)
         issue_start = _clock()
         result = call()
@@ -119,6 +121,9 @@ class CudaPlatform(Platform):
         device_ns = round(_elapsed_time(start, end) * 1e6)
         window_ns = round(_elapsed_time(before, end) * 1e6)
         return result, max(device_ns, issue_ns), window_ns, host_ns
+
+    def lead_in_ns(self) -> int:
+        return self._last_hold_ns
 
     def _hold_ns(self) -> int:
         if not self._issues_ns:

@@ -322,7 +322,9 @@ class _Evaluation:
         second = [int(t) for t in reply.get("second_clock_ns", []) if isinstance(t, (int, float))]
         if not times or any(t < 0 for t in times):
             raise _Failed(Outcome.REJECTED, "the worker reported no valid timings", rule="dynamic.clock")
-        readings = ClockReadings(times, second, int(reply.get("loop_ns", 0)), elapsed)
+        lead_in = [int(t) for t in reply.get("lead_in_ns", []) if isinstance(t, (int, float)) and t >= 0]
+        readings = ClockReadings(times, second, int(reply.get("loop_ns", 0)), elapsed,
+                                 lead_in if len(lead_in) == len(times) else [])
         if not trusted:
             self.spot_check(out_path, plan)
             problem = clock_disagreement(readings)

@@ -48,6 +48,7 @@ class TimingRun:
 
     times_ns: list[int] = field(default_factory=list)
     second_clock_ns: list[int] = field(default_factory=list)
+    lead_in_ns: list[int] = field(default_factory=list)
     loop_ns: int = 0
     first_seed: int = 0
     spot_outputs: dict[int, Any] = field(default_factory=dict)
@@ -63,7 +64,7 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
     run = TimingRun(first_seed=plan.seed)
     index = 0
 
-    def timed_call() -> tuple[Any, int, int]:
+    def timed_call() -> tuple[Any, int, int, int]:
         nonlocal index
         slot = buffers[index % plan.rotate]
         _refresh(slot, make_inputs(plan.seed + index))
@@ -73,7 +74,7 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
         result, elapsed = platform.time_call(lambda: call(slot))
         around = _loop_clock() - around_start
         index += 1
-        return result, elapsed, around
+        return result, elapsed, around, platform.lead_in_ns()
 
     loop_start = _loop_clock()
     timed_call()  # priming: first-call costs (lazy init, compilation) stay out of every figure
@@ -92,9 +93,10 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
     spots = {first_rep + min(reps - 1, max(0, math.ceil(fraction * reps) - 1)) for fraction in plan.spot_fractions}
     for _ in range(reps):
         current = index
-        result, elapsed, around = timed_call()
+        result, elapsed, around, lead_in = timed_call()
         run.times_ns.append(elapsed)
         run.second_clock_ns.append(around)
+        run.lead_in_ns.append(lead_in)
         if current in spots:
             run.spot_outputs[current] = keep(result)
     run.loop_ns = _loop_clock() - loop_start
@@ -129,6 +131,9 @@ class ClockReadings:
     second_clock_ns: list[int]
     loop_ns: int
     elapsed_ns: int
+    # Per call, device time the platform queued ahead of the call (a hold) that the second clock saw and
+    # the timer rightly left out.
+    lead_in_ns: list[int] = field(default_factory=list)
 
 
 # A call's second-clock reading exceeds its timer reading by the timer's own overhead (a lambda; on a GPU,
@@ -146,10 +151,12 @@ def clock_disagreement(readings: ClockReadings) -> str | None:
     candidate's reach.
     """
     timed, around = sum(readings.times_ns), sum(readings.second_clock_ns)
+    around_call = around - sum(readings.lead_in_ns)
     calls = len(readings.times_ns)
     if len(readings.second_clock_ns) != calls or around > readings.loop_ns or readings.loop_ns > readings.elapsed_ns:
         return "the worker's clocks contradict each other or the harness's clock"
-    if around - timed > max(0.5 * around, _PER_CALL_SLACK_NS * calls) or timed > around + _PER_CALL_SLACK_NS * calls:
+    if (around_call - timed > max(0.5 * around_call, _PER_CALL_SLACK_NS * calls)
+            or timed > around + _PER_CALL_SLACK_NS * calls):
         return (f"the timer reports {timed / 1e6:.3f} ms of calls where a second clock saw {around / 1e6:.3f} ms: "
                 "the timer was tampered with")
     if readings.elapsed_ns - readings.loop_ns > max(_HARNESS_SLACK_NS, 0.5 * readings.elapsed_ns):
