@@ -186,7 +186,7 @@ def _variant(name: str, **wanted: object) -> str:
     ("scaled_softmax", {"BLOCK_R": 128}),  # rows of 301 walked in blocks: the multi-pass path
     ("seq_logmeanexp", {"BLOCK_R": 128}),
     ("norm_relu", {"BLOCK_R": 128}),  # layer norm's three passes
-    ("linear_gelu", {"precision": "tf32x3", "BLOCK_M": 32, "BLOCK_N": 32}),
+    ("linear_gelu", {"precision": "tf32x3", "BLOCK_M": 16, "BLOCK_N": 32}),  # masks on N and K
     ("channel_gate", {"BLOCK_COLS": 128}),
 ])
 def test_other_configurations_are_correct_too(tmp_path: Path, name: str, wanted: dict[str, object]) -> None:
@@ -314,3 +314,22 @@ def test_each_reduction_over_each_kind_of_dim(tmp_path: Path, op: str, dim: int,
         path.write_text(source)
         verdict = evaluate(tmp_path / "problem.py", path, fast_options(language="triton", trials=1))
         assert verdict.verdict == Outcome.CORRECT, f"{config}: {verdict.reason}"
+
+
+def _linear_relu(rows: int) -> Program:
+    return Program(
+        inputs=(_x((rows, 768), (True, False)),),
+        params=(TensorSpec("linear.weight", (768, 768)), TensorSpec("linear.bias", (768,))),
+        heavy=_n("h", "linear", ("x", "linear.weight", "linear.bias"), (rows, 768)),
+        nodes=(_n("out", "relu", ("h",), (rows, 768)),), outputs=("out",))
+
+
+def test_a_small_product_is_tiled_to_fill_the_gpu_first() -> None:
+    # 128 x 768 in 64 x 64 tiles is 24 programs, a fifth of an H200's multiprocessors.
+    found = [config for config, _ in variants(_linear_relu(128), "", limit=6)]
+    programs = [-(-128 // c["BLOCK_M"]) * -(-768 // c["BLOCK_N"]) for c in found]
+    assert min(programs) >= 96, list(zip(found, programs, strict=True))
+    assert [c["precision"] for c in found[:2]] == ["ieee", "tf32x3"]
+    # A large product keeps the tile that is good on most shapes.
+    [(large, _)] = variants(_linear_relu(8192), "", limit=1)
+    assert (large["BLOCK_M"], large["BLOCK_N"]) == (64, 64)

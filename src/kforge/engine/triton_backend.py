@@ -51,8 +51,13 @@ _POINTWISE = [{"TILE": tile, "BLOCK_COLS": cols, "num_warps": warps}
 _ROWS = [{"TILE": tile, "BLOCK_R": block, "num_warps": warps}
          for tile, block, warps in [(4096, 1024, 4), (2048, 512, 4), (8192, 4096, 8), (4096, 4096, 8),
                                     (1024, 256, 2), (16384, 8192, 16), (4096, 128, 4)]]
+# GEMM tiles (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages), in order of preference among those that give the
+# problem's product enough programs to fill a GPU (`_FILL`, most of one wave on a GPU of 100-140 multiprocessors);
+# where none does (a small product), the tiles giving more programs come first (see `_gemm_tiles`).
 _GEMM_TILES = [(64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3),
-               (32, 64, 32, 4, 4), (64, 32, 64, 4, 4), (128, 128, 64, 8, 2), (32, 32, 32, 2, 2)]
+               (32, 64, 32, 4, 4), (64, 32, 64, 4, 4), (128, 128, 64, 8, 2), (32, 32, 64, 4, 3), (32, 32, 32, 2, 2),
+               (16, 64, 64, 4, 3), (16, 32, 64, 2, 4)]
+_FILL = 96
 _DEPTHWISE = [{"BLOCK_T": block, "conv_warps": warps} for block, warps in [(512, 4), (1024, 4), (256, 2), (2048, 8)]]
 # float32 products: full precision on the FMA units, or three TF32 tensor-core products (about float32 accuracy).
 _GEMM_PRECISIONS = ("ieee", "tf32x3")
@@ -173,26 +178,28 @@ class _Lowering:
     def depthwise_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
         """A generated depthwise convolution: with the epilogue in its store when the epilogue is a causal slice
         and pointwise work on the result alone, else followed by the epilogue's own fused kernel."""
-        options = ", ".join(str(_first(heavy.attr(key), default)) for key, default in
-                            (("stride", 1), ("padding", 0), ("dilation", 1)))
-        bias = "{2}" if len(heavy.value_args) > 2 else "None"
+        # The weight's sizes and the options are fixed: constants of the kernel, not arguments.
+        channels, _, taps = self.program.shape(str(heavy.value_args[1]))
+        fixed = {key: _first(heavy.attr(key), default)
+                 for key, default in (("stride", 1), ("padding", 0), ("dilation", 1))}
+        fixed.update(channels=channels, taps=taps, has_bias=len(heavy.value_args) > 2)
+        operands = "{0}, {1}, {2}" if fixed["has_bias"] else "{0}, {1}"
         template = self.env.get_template("conv1d_depthwise.py.j2")
         fused = self.depthwise_epilogue(heavy)
         for conv in _DEPTHWISE:
             if fused is not None:
                 split, keep = fused
                 scalars = self.scalars_of(split, split.compute)
-                call = (f"_depthwise_conv1d({{0}}, {{1}}, {bias}, {options}, {keep}"
-                        + "".join(f", {scalar}" for scalar in scalars) + ")")
+                call = f"_depthwise_conv1d({operands}, {keep}" + "".join(f", {scalar}" for scalar in scalars) + ")"
                 yield conv, lambda conv=conv, split=split, call=call, scalars=scalars: self.render_python_only(
                     split, template.render(config=conv, body=self.body(split, split.compute), heavy=var(heavy.name),
                                            result=var(self.resolve(split, self.output.name)), scalars=scalars,
-                                           out_dtype=f"torch.{self.output.dtype}"),
+                                           out_dtype=f"torch.{self.output.dtype}", **fixed),
                     call.format(*(split.python[str(arg)] for arg in heavy.value_args)))
                 continue
-            split = self.split(heavy_python=f"_depthwise_conv1d({{0}}, {{1}}, {bias}, {options})")
+            split = self.split(heavy_python=f"_depthwise_conv1d({operands}, None)")
             split.heavy_kernel += template.render(config=conv, body=[], heavy="acc", result="acc", scalars=[],
-                                                  out_dtype=f"torch.{heavy.dtype}")
+                                                  out_dtype=f"torch.{heavy.dtype}", **fixed)
             epilogue = list(self.fused_offers(split, conv))
             yield from epilogue[:2]  # the convolution's tiles matter more than the epilogue's here
 
@@ -228,7 +235,7 @@ class _Lowering:
         float32 = heavy is not None and heavy.dtype == "float32"
         precisions: Iterable[str | None] = _GEMM_PRECISIONS if float32 else (None,)
         # Each tile in both precisions before the next tile, so that a short list still holds both.
-        for (bm, bn, bk, warps, stages), precision in itertools.product(_GEMM_TILES, precisions):
+        for (bm, bn, bk, warps, stages), precision in itertools.product(_gemm_tiles(heavy), precisions):
             yield ({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
                     "num_stages": stages, "precision": precision or "default"}, precision)
 
@@ -583,9 +590,21 @@ def _batched(program: Program, heavy: Node) -> bool | None:
     return None
 
 
+def _gemm_tiles(heavy: Node | None) -> list[tuple[int, int, int, int, int]]:
+    """`_GEMM_TILES` ordered for the product `heavy` computes (its main input set's sizes): the tiles that give
+    at least `_FILL` programs in their own order, then the others, most programs first."""
+    if heavy is None or len(heavy.shape) < 1:
+        return list(_GEMM_TILES)
+    n = heavy.shape[-1]
+    rows = math.prod(heavy.shape[:-1])  # the batch's programs run on the grid's second axis, alongside
+    programs = {tile: -(-rows // tile[0]) * -(-n // tile[1]) for tile in _GEMM_TILES}
+    return sorted(_GEMM_TILES, key=lambda tile: (0, 0) if programs[tile] >= _FILL else (1, -programs[tile]))
+
+
 def _depthwise(program: Program, heavy: Node) -> bool:
-    """A conv1d with one filter per channel (groups == in channels == out channels) and no string padding."""
-    if heavy.op != "conv1d" or len(heavy.value_args) < 2:
+    """A conv1d with one filter per channel (groups == in channels == out channels) by a parameter (its sizes
+    are constants of the generated kernel), and no string padding."""
+    if heavy.op != "conv1d" or len(heavy.value_args) < 2 or param_root(program, heavy.value_args[1]) is None:
         return False
     x, weight = (program.shape(str(arg)) for arg in heavy.value_args[:2])
     groups = heavy.attr("groups", 1)
