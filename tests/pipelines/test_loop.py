@@ -14,6 +14,7 @@ from kforge.agents.generator import GenerationAgent
 from kforge.agents.targets import Target
 from kforge.llm.budget import Budget, BudgetExceeded
 from kforge.llm.messages import Completion, Usage
+from kforge.pipelines.judging import ANALYSIS_VIEW, AttemptRecord
 from kforge.pipelines.loop import KForgeLoop, LoopSettings, is_faster
 from kforge.store import Store
 from kforge.verify.verdict import Outcome, TimingStats, Verdict
@@ -142,3 +143,23 @@ def test_is_faster_needs_more_than_noise() -> None:
 def test_budget_exceeded_is_an_llm_error() -> None:
     with pytest.raises(BudgetExceeded):
         Budget(max_calls=0).check()
+
+
+def test_a_resumed_run_gives_its_analyst_the_stored_profile(tmp_path: Path) -> None:
+    """The view the analyst read is stored with the kernel; a second loop over the same run reads it back
+    instead of profiling again (a fresh profile would differ a little and miss the LLM cache)."""
+    settings = LoopSettings(attempts=2, rounds=1, patience=1)
+    result, _, _, store = run_loop(tmp_path, ["ms=2.0", "ms=3.0"], settings)
+    assert result.best is not None
+    stored = [p for p in store.profiles_of(result.best.attempt_id) if p.kind == ANALYSIS_VIEW]
+    assert [p.data["text"] for p in stored] == ["profile"]
+
+    def must_not_profile(record: AttemptRecord) -> ProfileView:
+        raise AssertionError(f"attempt {record.attempt_id} profiled again")
+
+    chat = ScriptedChat(["ms=2.0", "ms=3.0"])
+    again = KForgeLoop(generator=GenerationAgent(chat, TARGET, "problem"), analyst=AnalystAgent(chat, TARGET, "p"),
+                       evaluate=lambda text: verdict_for(text.split("TAG = ")[1].strip().strip("'")),
+                       profile=must_not_profile, store=store, run_id=1, settings=settings).run()
+    assert again.best is not None and again.best.attempt_id == result.best.attempt_id
+    assert any("profile" in request for request in chat.requests if "Give one recommendation." in request)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kforge.agents.analyst import ProfileView
 from kforge.agents.feedback import AttemptOutcome, generation_feedback, verdict_feedback
 from kforge.agents.generator import Phase, Proposal
 from kforge.agents.targets import Target
@@ -129,3 +130,20 @@ class AttemptJudge:
         stage = f" {record.stage}" if record.stage else ""
         self.say(f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}")
         return record
+
+
+# Profiles a judged kernel for an analyst (or the staged pipeline's analyzer).
+Profiler = Callable[["AttemptRecord"], ProfileView]
+# The profile kind under which the view an analyst read is kept, for a resumed run to reuse.
+ANALYSIS_VIEW = "analysis_view"
+
+
+def analysis_view(store: Store, profile: Profiler, kernel: AttemptRecord) -> ProfileView:
+    """The profile view of `kernel` an analyst reads: the stored one when a run is resumed, else a fresh one,
+    stored. A resumed run then asks its analyst the same question, and the LLM cache answers it."""
+    for stored in store.profiles_of(kernel.attempt_id):
+        if stored.kind == ANALYSIS_VIEW:
+            return ProfileView(text=str(stored.data["text"]), png=stored.png)
+    view = profile(kernel)
+    store.record_profile(kernel.attempt_id, ANALYSIS_VIEW, {"text": view.text}, view.png)
+    return view

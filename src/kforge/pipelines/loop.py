@@ -19,11 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from kforge.agents.analyst import AnalystAgent, ProfileView
+from kforge.agents.analyst import AnalystAgent
 from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, Proposal
 from kforge.llm.budget import BudgetExceeded
-from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage
+from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.store import Store
 from kforge.verify.compare import is_faster  # also imported from here by callers of the loop
 
@@ -48,7 +48,6 @@ class LoopResult:
 
 
 LoopEvent = Callable[[str], None]
-Profiler = Callable[[AttemptRecord], ProfileView]
 
 
 class KForgeLoop:
@@ -104,7 +103,7 @@ class KForgeLoop:
             best = self.result.best
             assert best is not None and best.verdict is not None
             self.say(f"round {round_}: profiling the best candidate (attempt {best.attempt_id})")
-            view = self.profile(best)
+            view = analysis_view(self.store, self.profile, best)
             recommendation = self.analyst.recommend(best.source, best.verdict.runtime_ms or 0.0,
                                                     best.verdict.eager_ms, view, self.result.recommendations)
             self.result.recommendations.append(recommendation.text)

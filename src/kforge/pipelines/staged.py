@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from kforge.agents.analyst import ProfileView
 from kforge.agents.analyzer import Analysis, AnalyzerAgent, KernelView
 from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.planner import Plan, PlannerAgent
@@ -33,14 +32,12 @@ from kforge.knowledge import Retrieval
 from kforge.knowledge.stages import STAGES
 from kforge.llm.budget import BudgetExceeded
 from kforge.pipelines.cover import Cover, StageResult
-from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage
+from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.pipelines.loop import LoopResult
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.store import Store
 from kforge.verify.compare import is_faster
 
-# The profile kind under which the analyzer's view of a kernel is kept, for a resumed run to reuse.
-ANALYSIS_VIEW = "analysis_view"
 # The stage the builtin engine serves, and who its attempts are made by.
 ENGINE_STAGE = "autotuning"
 ENGINE = "builtin"
@@ -77,8 +74,6 @@ class StagedAgents:
     planner: PlannerAgent
     writer: StageWriter
 
-
-Profiler = Callable[[AttemptRecord], ProfileView]
 # The builtin engine's search, each variant judged by the given judge at the given place; its best is the tuned
 # candidate. Raises LoweringError when the engine cannot lower the problem.
 StageEngine = Callable[[AttemptJudge, Lineage], LoopResult]
@@ -190,7 +185,8 @@ class StagedPipeline:
         assert kernel.verdict is not None
         open_stages = [s for s in self.settings.stages if s not in done]
         self.say(f"analysis: reading attempt {kernel.attempt_id} and its profile")
-        view = KernelView(kernel.source, kernel.runtime_ms, kernel.verdict.eager_ms, self._profile(kernel))
+        view = KernelView(kernel.source, kernel.runtime_ms, kernel.verdict.eager_ms,
+                          analysis_view(self.store, self.profile, kernel))
         analysis = self.agents.analyzer.analyze(view, open_stages, history)
         for note in analysis.notes:
             self.say(f"analysis: {note}")
@@ -204,14 +200,6 @@ class StagedPipeline:
         self.say(f"plan: {' > '.join(plan.order) or '(nothing to do)'}")
         self.result.plans.append(plan.order)
         return plan
-
-    def _profile(self, kernel: AttemptRecord) -> ProfileView:
-        for stored in self.store.profiles_of(kernel.attempt_id):
-            if stored.kind == ANALYSIS_VIEW:
-                return ProfileView(text=str(stored.data["text"]), png=stored.png)
-        view = self.profile(kernel)
-        self.store.record_profile(kernel.attempt_id, ANALYSIS_VIEW, {"text": view.text}, view.png)
-        return view
 
     def _record(self, position: int, outcome: StageResult, analysis: Analysis, plan: Plan,
                 knowledge_ids: list[str]) -> None:
