@@ -1,12 +1,14 @@
 """Conv2d 3x3 + per-channel-scaled Mish computed directly, the epilogue fused into the convolution.
 
-A task is one output row of four output channels of one image. Its sums
-live in a small buffer (four rows of the output, in L1): for each input
-channel and kernel row the three horizontal taps of the four channels are
-twelve weights held in registers, and the interior of the row is one
-vectorized loop; the two edge pixels, which see the zero padding, are done
-with bounds checks. The bias and activation are applied before the row is
-written, so the output is written once.
+The input is first copied into a buffer with a one-pixel border of zeros,
+so no tap needs a bounds check. A task is a band of rows of one image for
+four output channels; its sums live in a small buffer (about 16 KiB, in L1).
+A band of the padded plane is contiguous, so for each input channel and
+kernel row one vectorized loop runs over the whole band (the two padding
+columns of each row are computed too, then dropped), with the three
+horizontal taps of the four channels as twelve weights in registers. The
+bias and activation are applied before the band is written, so the output
+is written once.
 
 tanh(softplus(t)) = ((1 + e^t)^2 - 1) / ((1 + e^t)^2 + 1); with q = e^-t
 this is (1 + 2q) / (1 + 2q + 2q^2), which needs no branch: for large t it
@@ -62,95 +64,98 @@ static inline float exp_approx(float x) {
     return p * two_k;
 }
 
-constexpr int64_t kChannels = 4;  // output channels per task
+constexpr int64_t kChannels = 4;     // output channels per task
+constexpr int64_t kBandFloats = 1024; // about this many padded pixels per task: 4 channels of sums fit in L1
 
-// One output pixel of one channel near the left or right edge: all nine taps with bounds checks.
-static inline float edge_sum(const float* xb, const float* wo, int64_t cin, int64_t height, int64_t width,
-                             int64_t h, int64_t col) {
-    float acc = 0.0f;
-    for (int64_t ic = 0; ic < cin; ++ic) {
-        for (int64_t kh = 0; kh < 3; ++kh) {
-            const int64_t hh = h + kh - 1;
-            if (hh < 0 || hh >= height) {
-                continue;
-            }
-            for (int64_t kw = 0; kw < 3; ++kw) {
-                const int64_t ww = col + kw - 1;
-                if (ww >= 0 && ww < width) {
-                    acc += wo[(ic * 3 + kh) * 3 + kw] * xb[(ic * height + hh) * width + ww];
-                }
-            }
+// Copies x into xp with a one-pixel border of zeros: (planes, height + 2, width + 2).
+MULTIVERSION
+static void pad_kernel(const float* x, float* xp, int64_t planes, int64_t height, int64_t width) {
+    const int64_t pitch = width + 2;
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+        float* out = xp + plane * (height + 2) * pitch;
+        std::fill(out, out + pitch, 0.0f);
+        std::fill(out + (height + 1) * pitch, out + (height + 2) * pitch, 0.0f);
+        for (int64_t h = 0; h < height; ++h) {
+            float* row = out + (h + 1) * pitch;
+            row[0] = 0.0f;
+            std::memcpy(row + 1, x + (plane * height + h) * width, sizeof(float) * width);
+            row[width + 1] = 0.0f;
         }
     }
-    return acc;
 }
 
-// x: (batch, cin, height, width); w: (cout, cin, 3, 3); bias, scale: (cout); y: (batch, cout, height, width).
+// xp: the padded input (batch, cin, height + 2, width + 2); w: (cout, cin, 3, 3); bias, scale: (cout);
+// y: (batch, cout, height, width).
 MULTIVERSION
-static void conv_mish_kernel(const float* x, const float* w, const float* bias, const float* scale, float* y,
+static void conv_mish_kernel(const float* xp, const float* w, const float* bias, const float* scale, float* y,
                              int64_t batch, int64_t cin, int64_t cout, int64_t height, int64_t width) {
+    const int64_t pitch = width + 2;
+    const int64_t padded_plane = (height + 2) * pitch;
+    const int64_t band_rows = std::max<int64_t>(1, std::min(height, kBandFloats / pitch));
+    const int64_t bands = (height + band_rows - 1) / band_rows;
     const int64_t channel_blocks = (cout + kChannels - 1) / kChannels;
-    const int64_t tasks = batch * channel_blocks * height;
+    const int64_t tasks = batch * channel_blocks * bands;
 #pragma omp parallel
     {
-        std::vector<float> sums(kChannels * width);
+        std::vector<float> sums(kChannels * band_rows * pitch);
 #pragma omp for schedule(static)
         for (int64_t task = 0; task < tasks; ++task) {
-            const int64_t h = task % height;
-            const int64_t o0 = (task / height) % channel_blocks * kChannels;
-            const int64_t b = task / (height * channel_blocks);
-            const float* xb = x + b * cin * height * width;
+            const int64_t h0 = task % bands * band_rows;
+            const int64_t rows = std::min(band_rows, height - h0);
+            const int64_t o0 = (task / bands) % channel_blocks * kChannels;
+            const int64_t b = task / (bands * channel_blocks);
+            // Sums for the band's padded pixels p = r * pitch + c; the two columns past the width of
+            // each row are computed and dropped. The last row stops at the width, so no read leaves the
+            // plane.
+            const int64_t span = rows * pitch - 2;
             // Past the last channel the block repeats it; those sums are not stored.
             const float* wo[kChannels];
             for (int64_t j = 0; j < kChannels; ++j) {
                 wo[j] = w + std::min(o0 + j, cout - 1) * cin * 9;
             }
+            const int64_t stride = band_rows * pitch;
             float* a0 = sums.data();
-            float* a1 = a0 + width;
-            float* a2 = a1 + width;
-            float* a3 = a2 + width;
+            float* a1 = a0 + stride;
+            float* a2 = a1 + stride;
+            float* a3 = a2 + stride;
             std::fill(sums.begin(), sums.end(), 0.0f);
             for (int64_t ic = 0; ic < cin; ++ic) {
                 for (int64_t kh = 0; kh < 3; ++kh) {
-                    const int64_t hh = h + kh - 1;
-                    if (hh < 0 || hh >= height) {
-                        continue;
-                    }
-                    const float* xr = xb + (ic * height + hh) * width;
+                    // Padded row h0 + kh holds the taps of output row h0 in kernel row kh.
+                    const float* xr = xp + (b * cin + ic) * padded_plane + (h0 + kh) * pitch;
                     const int64_t t = (ic * 3 + kh) * 3;
                     const float w00 = wo[0][t], w01 = wo[0][t + 1], w02 = wo[0][t + 2];
                     const float w10 = wo[1][t], w11 = wo[1][t + 1], w12 = wo[1][t + 2];
                     const float w20 = wo[2][t], w21 = wo[2][t + 1], w22 = wo[2][t + 2];
                     const float w30 = wo[3][t], w31 = wo[3][t + 1], w32 = wo[3][t + 2];
 #pragma omp simd
-                    for (int64_t c = 1; c < width - 1; ++c) {
-                        const float left = xr[c - 1];
-                        const float mid = xr[c];
-                        const float right = xr[c + 1];
-                        a0[c] += w00 * left + w01 * mid + w02 * right;
-                        a1[c] += w10 * left + w11 * mid + w12 * right;
-                        a2[c] += w20 * left + w21 * mid + w22 * right;
-                        a3[c] += w30 * left + w31 * mid + w32 * right;
+                    for (int64_t q = 0; q < span; ++q) {
+                        const float left = xr[q];
+                        const float mid = xr[q + 1];
+                        const float right = xr[q + 2];
+                        a0[q] += w00 * left + w01 * mid + w02 * right;
+                        a1[q] += w10 * left + w11 * mid + w12 * right;
+                        a2[q] += w20 * left + w21 * mid + w22 * right;
+                        a3[q] += w30 * left + w31 * mid + w32 * right;
                     }
                 }
-            }
-            for (int64_t j = 0; j < kChannels; ++j) {
-                sums[j * width] = edge_sum(xb, wo[j], cin, height, width, h, 0);
-                sums[j * width + width - 1] = edge_sum(xb, wo[j], cin, height, width, h, width - 1);
             }
             // v * tanh(softplus(v * scale)) with v = sum + bias.
             for (int64_t j = 0; j < kChannels && o0 + j < cout; ++j) {
                 const int64_t o = o0 + j;
-                const float* acc = sums.data() + j * width;
-                float* yr = y + ((b * cout + o) * height + h) * width;
                 const float bo = bias[o];
                 const float so = scale[o];
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float* acc = sums.data() + j * stride + r * pitch;
+                    float* yr = y + ((b * cout + o) * height + h0 + r) * width;
 #pragma omp simd
-                for (int64_t c = 0; c < width; ++c) {
-                    const float v = acc[c] + bo;
-                    const float q = exp_approx(-v * so);
-                    const float g = (1.0f + 2.0f * q) / (1.0f + 2.0f * q + 2.0f * q * q);
-                    yr[c] = v * g;
+                    for (int64_t c = 0; c < width; ++c) {
+                        const float v = acc[c] + bo;
+                        const float q = exp_approx(-v * so);
+                        const float g = (1.0f + 2.0f * q) / (1.0f + 2.0f * q + 2.0f * q * q);
+                        yr[c] = v * g;
+                    }
                 }
             }
         }
@@ -168,13 +173,18 @@ torch::Tensor conv_scaled_mish(torch::Tensor x, torch::Tensor weight, torch::Ten
     weight = weight.contiguous();
     bias = bias.contiguous();
     scale = scale.contiguous();
-    auto y = torch::empty({x.size(0), weight.size(0), x.size(2), x.size(3)}, x.options());
+    const int64_t batch = x.size(0);
+    const int64_t cin = x.size(1);
+    const int64_t height = x.size(2);
+    const int64_t width = x.size(3);
+    auto y = torch::empty({batch, weight.size(0), height, width}, x.options());
     if (y.numel() == 0) {
         return y;
     }
-    conv_mish_kernel(x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(),
-                     scale.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1), weight.size(0),
-                     x.size(2), x.size(3));
+    auto xp = torch::empty({batch, cin, height + 2, width + 2}, x.options());
+    pad_kernel(x.data_ptr<float>(), xp.data_ptr<float>(), batch * cin, height, width);
+    conv_mish_kernel(xp.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(),
+                     scale.data_ptr<float>(), y.data_ptr<float>(), batch, cin, weight.size(0), height, width);
     return y;
 }
 """
