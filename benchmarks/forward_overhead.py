@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -101,8 +100,8 @@ def main() -> None:
             launches = sum(r.launches for r in recorders)
             arguments = sum(r.args for r in recorders)
             micro = per_call_us(lambda model=model, inputs=inputs: model(*inputs), args.calls, args.repeats)
-            print(f"{example:<28} {micro:>12.2f} {launches:>9} {arguments:>5}  {variant.label()}", flush=True)
-    sys.stdout.flush()
+            vendor = "  (includes the vendor operator's own CPU time)" if variant.config.get("vendor") else ""
+            print(f"{example:<28} {micro:>12.2f} {launches:>9} {arguments:>5}  {variant.label()}{vendor}", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from kforge.engine.ir import Node, Program, TensorSpec
 from kforge.engine.propose import propose
@@ -127,17 +128,23 @@ class _Recorder:
         self.log.append(self.name)
 
 
-def _paths(tmp_path: Path, problem: Path, source: str, general: str) -> list[str]:
-    """For each input set of `problem`: 'general' when the forward used `general` (a kernel or a helper), else
-    'fast'. The engine's own output, imported here with its kernels replaced (nothing is launched)."""
-    import triton
-
-    module_path = tmp_path / f"{problem.stem}_recorded.py"
-    module_path.write_text(source)
-    spec = importlib.util.spec_from_file_location(module_path.stem, module_path)
+def _import(tmp_path: Path, source: str, name: str) -> Any:
+    """The engine's own output imported here (it is not a candidate), its kernels not yet replaced."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def _paths(tmp_path: Path, problem: Path, source: str, general: str) -> list[str]:
+    """For each input set of `problem`: 'general' when the forward used `general` (a kernel or a helper), else
+    'fast'. The kernels are replaced by recorders: nothing is launched."""
+    import triton
+
+    module = _import(tmp_path, source, f"{problem.stem}_recorded")
     log: list[str] = []
     for name, value in list(vars(module).items()):
         if isinstance(value, triton.runtime.JITFunction):
@@ -160,7 +167,7 @@ def test_pointwise_fast_path_and_general_path(tmp_path: Path) -> None:
     # The parameter is passed as it is and indexed by its channel; no reshape of it on the fast path.
     fast = source[source.index("def forward"):source.index("_fused[grid](")]
     launch = source[source.index("_fused[grid]("):source.index("_fused_strided[grid](")]
-    assert ".reshape(" not in fast and "self.reference.scale, " in launch and "% 6" in source
+    assert ".reshape(" not in fast and "p_scale, " in launch and "% 6" in source
     assert _paths(tmp_path, problem, source, "_fused_strided") == GATE_PATHS
     _judge(problem, source)
 
@@ -175,8 +182,18 @@ def test_rows_fast_path_and_general_path(tmp_path: Path) -> None:
 def test_a_product_by_a_parameter_gets_the_fixed_gemm(tmp_path: Path) -> None:
     problem, source = _default_variant(tmp_path, "linear", LINEAR)
     assert "N: tl.constexpr = 24, K: tl.constexpr = 20" in source and "stride_am" not in source
-    assert "self.reference.linear.weight, self.reference.linear.bias, self.reference.gain, out, M," in source
+    assert "p_linear_weight, p_linear_bias, p_gain, out, M," in source
     _judge(problem, source)  # a non-contiguous input is made contiguous first
+
+
+def test_the_held_parameters_follow_the_module_when_it_moves(tmp_path: Path) -> None:
+    _, source = _default_variant(tmp_path, "linear", LINEAR)
+    model = _import(tmp_path, source, "linear_held").ModelNew()
+    reference = model.reference
+    model.to(torch.float64)  # as the harness's .to(device): parameters keep their identity, their data moves
+    assert [held is now for held, now in zip(model.params, (reference.linear.weight, reference.linear.bias,
+                                                             reference.gain), strict=True)] == [True] * 3
+    assert {held.dtype for held in model.params} == {torch.float64}
 
 
 # ---- the render-time pieces ------------------------------------------------------------------------------------

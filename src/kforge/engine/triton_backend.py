@@ -172,6 +172,7 @@ class _Lowering:
                 kernel="_gemm_kernel", leaves=[], body=[], scalars=[], heavy=var(heavy.name), result=var(heavy.name),
                 has_bias=bool(bias), op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python="a_in",
                 b_python="b_in", bias_python="bias", out_dtype=f"torch.{heavy.dtype}", config=config,
+                dtype_arg=_dtype_arg(self.program.spec(str(heavy.value_args[0])).dtype, heavy.dtype),
                 precision=precision, config_text=_config_text(config), fixed=fixed, finish="")
             yield from itertools.islice(self.fused_offers(split, config), 2)
 
@@ -183,6 +184,7 @@ class _Lowering:
         fixed = {key: _first(heavy.attr(key), default)
                  for key, default in (("stride", 1), ("padding", 0), ("dilation", 1))}
         fixed.update(channels=channels, taps=taps, has_bias=len(heavy.value_args) > 2)
+        x_dtype = self.program.spec(str(heavy.value_args[0])).dtype
         operands = "{0}, {1}, {2}" if fixed["has_bias"] else "{0}, {1}"
         template = self.env.get_template("conv1d_depthwise.py.j2")
         fused = self.depthwise_epilogue(heavy)
@@ -194,12 +196,14 @@ class _Lowering:
                 yield conv, lambda conv=conv, split=split, call=call, scalars=scalars: self.render_python_only(
                     split, template.render(config=conv, body=self.body(split, split.compute), heavy=var(heavy.name),
                                            result=var(self.resolve(split, self.output.name)), scalars=scalars,
-                                           out_dtype=f"torch.{self.output.dtype}", **fixed),
+                                           out_dtype=f"torch.{self.output.dtype}",
+                                           dtype_arg=_dtype_arg(x_dtype, self.output.dtype), **fixed),
                     call.format(*(split.python[str(arg)] for arg in heavy.value_args)))
                 continue
             split = self.split(heavy_python=f"_depthwise_conv1d({operands}, None)")
             split.heavy_kernel += template.render(config=conv, body=[], heavy="acc", result="acc", scalars=[],
-                                                  out_dtype=f"torch.{heavy.dtype}", **fixed)
+                                                  out_dtype=f"torch.{heavy.dtype}",
+                                                  dtype_arg=_dtype_arg(x_dtype, heavy.dtype), **fixed)
             epilogue = list(self.fused_offers(split, conv))
             yield from epilogue[:2]  # the convolution's tiles matter more than the epilogue's here
 
@@ -250,7 +254,7 @@ class _Lowering:
         for spec in self.program.inputs:
             split.python[spec.name] = self.arguments[spec.name]
         for spec in self.program.params:
-            split.python[spec.name] = param_expression(spec.name)
+            split.python[spec.name] = _param_local(spec.name)
         return split
 
     def split(self, heavy_python: str | None) -> _Split:
@@ -370,7 +374,8 @@ class _Lowering:
                 "reference": self.reference.rstrip(), "prelude": split.prelude, "config": config,
                 "arguments": ", ".join(self.arguments.values()), "kernel": "_fused",
                 "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name)),
-                "heavy_kernel": split.heavy_kernel, "finish": split.finish}
+                "heavy_kernel": split.heavy_kernel, "finish": split.finish,
+                "params": _held(self.program.params)}
 
     def render_python_only(self, split: _Split, kernels: str = "", returned: str | None = None) -> str:
         """A module whose forward only calls functions (`kernels` adds some) and returns `returned`, by default
@@ -416,9 +421,10 @@ class _Lowering:
         loads = [f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
                  if roots[leaf.name] is None else layout.load(leaf.arg, leaf.var, self.program.shape(leaf.name))
                  for leaf in leaves]
-        passed = [leaf.python if roots[leaf.name] is None else param_expression(str(roots[leaf.name]))
+        passed = [leaf.python if roots[leaf.name] is None else _param_local(str(roots[leaf.name]))
                   for leaf in leaves]
         return {"condition": " and ".join(condition), "first": first, "loads": loads, "passed": passed,
+                "dtype_arg": _dtype_arg(self.program.spec(runtime[0].name).dtype, self.output.dtype),
                 "cols": layout.cols(first), "runtime": [leaf.python for leaf in runtime],
                 "spans": [(name, value) for (name, _, _), value in zip(layout.spans, layout.span_values(first),
                                                                        strict=True)]}
@@ -447,7 +453,8 @@ class _Lowering:
             op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python=args[0], b_python=args[1],
             has_bias=len(args) > 2,
             bias_python=args[2] if len(args) > 2 else "", heavy=var(heavy.name),
-            precision=precision, fixed=self.gemm_fixed(heavy, config, leaves))
+            precision=precision, fixed=self.gemm_fixed(heavy, config, leaves),
+            dtype_arg=_dtype_arg(self.program.spec(str(heavy.value_args[0])).dtype, self.output.dtype))
 
     def gemm_fixed(self, heavy: Node, config: Config, leaves: list[_Leaf]) -> dict[str, Any] | None:
         """The fixed form of the generated GEMM (see `_gemm.j2`) when the right operand is a parameter and the
@@ -517,8 +524,10 @@ class _RowsPlan:
         fast = self.fast(tile_leaves, post_leaves)
         if fast is not None:
             common["prelude"], fast["rest"] = prelude_split(split.prelude, [*fast["runtime"], *scalars])
+        first = next(leaf for leaf in tile_leaves if leaf.root is None) if fast else tile_leaves[0]
         return lowering.env.get_template(template).render(
-            **{**common, **extra}, fast=fast,
+            **{**common, **extra}, fast=fast, first=first.python,
+            dtype_arg=_dtype_arg(lowering.program.spec(first.name).dtype, lowering.output.dtype),
             passed=fast["passed"] if fast else [leaf.prepare for leaf in tile_leaves + post_leaves],
             # The operands whose broadcast shape is the reduced operand's (layer norm's weight and bias left out).
             leaves=tile_leaves + post_leaves,
@@ -563,6 +572,26 @@ def _unit_view(source: tuple[int, ...], target: tuple[int, ...]) -> str | None:
         if target[position] == 1 and target[:position] + target[position + 1:] == source:
             return f".unsqueeze({position - len(target)})"
     return None
+
+
+def _param_local(name: str) -> str:
+    """The generated forward's local variable holding parameter `name` ('linear.weight' -> 'p_linear_weight')."""
+    return "p_" + var(name)[2:]
+
+
+def _held(params: Iterable[TensorSpec]) -> dict[str, str] | None:
+    """The tuple of parameters `ModelNew.__init__` holds and the forward's locals unpacking it; None for none."""
+    names = [spec.name for spec in params]
+    if not names:
+        return None
+    comma = "," if len(names) == 1 else ""
+    return {"tuple": "(" + ", ".join(param_expression(name) for name in names) + comma + ")",
+            "locals": ", ".join(_param_local(name) for name in names) + comma}
+
+
+def _dtype_arg(source: str, result: str) -> str:
+    """The dtype argument of `t.new_empty(...)` making a `result` tensor from a `source` one: none when they agree."""
+    return "" if source == result else f", dtype=torch.{result}"
 
 
 def _tidy(source: str) -> str:
@@ -661,7 +690,7 @@ def _prepare(leaf: _Leaf, shape: str) -> str:
     """The expression handing `leaf` to the kernel: a parameter as it is where the kernel indexes it as a vector
     (contiguous, its elements in the order of any reshape of it), anything else laid out in full."""
     if leaf.mode in ("scalar", "row", "col") and leaf.root is not None:
-        return param_expression(leaf.root)
+        return _param_local(leaf.root)
     return f"_dense({leaf.python}, {shape})"
 
 
