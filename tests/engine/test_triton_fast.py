@@ -108,10 +108,10 @@ def _default_variant(tmp_path: Path, name: str, problem: str) -> tuple[Path, str
     return path, proposal.variants[0].source
 
 
-def _judge(problem: Path, source: str) -> None:
+def _judge(problem: Path, source: str, platform: str = "cpu") -> None:
     solution = problem.with_name(problem.stem + "_solution.py")
     solution.write_text(source)
-    verdict = evaluate(problem, solution, fast_options(language="triton", trials=1))
+    verdict = evaluate(problem, solution, fast_options(platform=platform, language="triton", trials=1))
     assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{source}"
 
 
@@ -194,6 +194,14 @@ def test_the_held_parameters_follow_the_module_when_it_moves(tmp_path: Path) -> 
     assert [held is now for held, now in zip(model.params, (reference.linear.weight, reference.linear.bias,
                                                              reference.gain), strict=True)] == [True] * 3
     assert {held.dtype for held in model.params} == {torch.float64}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "text"), [("gate", GATE), ("softmax", SOFTMAX), ("linear", LINEAR)])
+def test_both_paths_compile_and_are_correct_on_the_gpu(tmp_path: Path, name: str, text: str) -> None:
+    # The interpreter checks the arithmetic; only the GPU compiles the kernels (constexpr defaults, masks).
+    problem, source = _default_variant(tmp_path, name, text)
+    _judge(problem, source, platform="cuda")
 
 
 # ---- the render-time pieces ------------------------------------------------------------------------------------
