@@ -585,8 +585,12 @@ def _held(params: Iterable[TensorSpec]) -> dict[str, str] | None:
     if not names:
         return None
     comma = "," if len(names) == 1 else ""
-    return {"tuple": "(" + ", ".join(param_expression(name) for name in names) + comma + ")",
-            "locals": ", ".join(_param_local(name) for name in names) + comma}
+    held = ", ".join(param_expression(name) for name in names) + comma
+    if len(held) > 80:  # one a line, at the indentation of ModelNew.__init__'s body
+        held = "\n" + "".join(f"            {param_expression(name)},\n" for name in names) + "        "
+    return {"tuple": "(" + held + ")",
+            "locals": ", ".join(_param_local(name) for name in names) if len(names) > 1 else
+            f"({_param_local(names[0])},)"}
 
 
 def _dtype_arg(source: str, result: str) -> str:
