@@ -2,13 +2,15 @@
 
 What it emits (templates under `kforge/data/engine/triton/`):
 
-- no heavy op: one fused kernel for the whole epilogue. Pointwise chains use `pointwise.py.j2` (any
-  broadcasting, any shape: the output is tiled as rows x last dim); a chain with one reduction or row
+- no heavy op: one fused kernel for the whole epilogue. Pointwise chains use `pointwise.py.j2` (a fast kernel
+  for contiguous operands of the output's shape and parameters, and a strided one for any broadcasting and any
+  shape: the output is tiled as rows x cols); a chain with one reduction or row
   normalization (sum, mean, amax, amin, logsumexp, softmax, log_softmax, layer_norm over the last or a middle
   dim) uses `rows.py.j2`: the pointwise work before the reduction is done while loading its tiles, the work
   after it while storing;
 - `linear`, `matmul` by a 2-D right operand, `bmm` (or 3-D `matmul`): a generated GEMM (`_gemm.j2`: tiled
-  `tl.dot`, masked edges, grouped tile order, batch on the second grid axis). A pointwise epilogue is
+  `tl.dot`, masked edges, grouped tile order, batch on the second grid axis; a product by a parameter gets
+  the fixed form, its sizes constants of the kernel). A pointwise epilogue is
   applied to the accumulator before the one store (`gemm.py.j2`); an epilogue with a reduction runs in one
   fused kernel after the bare product (`gemm_function.j2`);
 - a depthwise `conv1d` (one filter per channel): a generated direct convolution (`conv1d_depthwise.py.j2`),
@@ -18,7 +20,9 @@ What it emits (templates under `kforge/data/engine/triton/`):
 
 Work the IR marks as Python-side stays in the generated `forward`: views and slices of inputs, parameters
 and the heavy output (no data moves), and scalars computed from run-time sizes (`math.log(n)`). Parameters
-are read from the reference's own modules (`kforge.engine.construct`). Tunables (block sizes, warps, stages,
+are the reference's own (`kforge.engine.construct`), held in a tuple by `ModelNew`. The forward's cost per call
+is kept small (`kforge.engine.triton_fast`): a fast path checked by one cheap test, the general path for any
+other input. Tunables (block sizes, warps, stages,
 the GEMM's float32 precision) are baked into each variant's source; `kforge.engine.tune` picks among them.
 """
 
