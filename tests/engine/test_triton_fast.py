@@ -78,22 +78,25 @@ def get_init_inputs():
 '''
 SOFTMAX_PATHS = ["fast", "fast", "general", "general"]
 
-LINEAR = HEADER + '''class Model(nn.Module):
+LINEAR = HEADER + '''IN, OUT = 20, 24
+
+
+class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.linear = nn.Linear(20, 24)
-        self.gain = nn.Parameter(torch.rand(24) + 0.5)
+        self.linear = nn.Linear(IN, OUT)
+        self.gain = nn.Parameter(torch.rand(OUT) + 0.5)
 
     def forward(self, x):
         return F.relu(self.linear(x)) * self.gain
 
 
 def get_inputs():
-    return [torch.randn(10, 20)]
+    return [torch.randn(10, IN)]
 
 
 def get_input_variants():
-    return [[torch.randn(3, 5, 20)], [torch.randn(20, 7).t()]]
+    return [[torch.randn(3, 5, IN)], [torch.randn(IN, 7).t()]]
 
 
 def get_init_inputs():
@@ -179,10 +182,13 @@ def test_rows_fast_path_and_general_path(tmp_path: Path) -> None:
     _judge(problem, source)
 
 
-def test_a_product_by_a_parameter_gets_the_fixed_gemm(tmp_path: Path) -> None:
-    problem, source = _default_variant(tmp_path, "linear", LINEAR)
-    assert "N: tl.constexpr = 24, K: tl.constexpr = 20" in source and "stride_am" not in source
+@pytest.mark.parametrize(("k", "n", "masked"), [(20, 24, True), (64, 64, False)])
+def test_a_product_by_a_parameter_gets_the_fixed_gemm(tmp_path: Path, k: int, n: int, masked: bool) -> None:
+    problem, source = _default_variant(tmp_path, "linear", LINEAR.replace("IN, OUT = 20, 24", f"IN, OUT = {k}, {n}"))
+    assert f"N: tl.constexpr = {n}, K: tl.constexpr = {k}" in source and "stride_am" not in source
     assert "p_linear_weight, p_linear_bias, p_gain, out, M," in source
+    # Masks on N and K only where the tiles do not divide them.
+    assert ("b = tl.load(w_ptrs)" not in source) == masked and ("mask=rn < N" in source) == masked
     _judge(problem, source)  # a non-contiguous input is made contiguous first
 
 

@@ -448,7 +448,8 @@ class _Lowering:
                 leaf.mode = "col"
             if leaf.mode == "col" and self.program.shape(leaf.name)[-1:] != (columns,):
                 leaf.mode = "full"
-        loads = [_gemm_load(leaf) for leaf in leaves]
+        fixed = self.gemm_fixed(heavy, config, leaves)
+        loads = [_gemm_load(leaf, masked=not (fixed and fixed["even_n"])) for leaf in leaves]
         args = [split.python[str(a)] for a in heavy.value_args]
         return self.env.get_template("gemm.py.j2").render(
             **self.common(split, config, f"A generated GEMM ({heavy.op}) with its epilogue applied to the "
@@ -457,7 +458,7 @@ class _Lowering:
             op=heavy.op, batched=bool(_batched(self.program, heavy)), a_python=args[0], b_python=args[1],
             has_bias=len(args) > 2,
             bias_python=args[2] if len(args) > 2 else "", heavy=var(heavy.name),
-            precision=precision, fixed=self.gemm_fixed(heavy, config, leaves),
+            precision=precision, fixed=fixed,
             dtype_arg=_dtype_arg(self.program.spec(str(heavy.value_args[0])).dtype, self.output.dtype))
 
     def gemm_fixed(self, heavy: Node, config: Config, leaves: list[_Leaf]) -> dict[str, Any] | None:
@@ -712,12 +713,14 @@ def _rows_load(leaf: _Leaf, full: bool) -> str:
     return f"{leaf.var} = tl.load({leaf.arg} + out_a, mask=a_mask, other=0.0).to(tl.float32)"
 
 
-def _gemm_load(leaf: _Leaf) -> str:
+def _gemm_load(leaf: _Leaf, masked: bool = True) -> str:
+    """The epilogue's load of `leaf`; `masked=False` where the tiles divide N (a vector along N needs no mask)."""
     if leaf.mode == "scalar":
         leaf.prepare = _prepare(leaf, "out_shape")
         return f"{leaf.var} = tl.load({leaf.arg}).to(tl.float32)"
     if leaf.mode == "col":
         leaf.prepare = _prepare(leaf, "out_shape")
-        return f"{leaf.var} = tl.load({leaf.arg} + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]"
+        mask = ", mask=rn < N, other=0.0" if masked else ""
+        return f"{leaf.var} = tl.load({leaf.arg} + rn{mask}).to(tl.float32)[None, :]"
     leaf.prepare = _prepare(leaf, "out_shape")
     return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
