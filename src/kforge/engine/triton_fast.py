@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kforge.engine.ir import Program
+from kforge.engine.ir import Node, Program
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -30,9 +30,9 @@ def param_root(program: Program, name: str) -> str | None:
     params = {spec.name for spec in program.params}
     while name not in params:
         spec = program.spec(name)
-        if getattr(spec, "op", None) != "view":
+        if not isinstance(spec, Node) or spec.op != "view":
             return None
-        name = str(spec.args[0])  # type: ignore[union-attr]
+        name = str(spec.args[0])
     return name
 
 
