@@ -1,4 +1,4 @@
-"""`examples/linear_gelu_tanh` at a size that keeps two CPU cores busy for tens of milliseconds per call.
+"""`examples/linear_gelu_tanh` at a size that keeps two CPU cores busy for about 7 ms per call.
 
 A benchmark problem, not an example: the spread benchmark times a kernel whose device time dwarfs the
 host's launch jitter (a few tens of microseconds per call on the machines we measured), so that the figure
