@@ -12,11 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kforge.agents.analyst import ProfileView
-from kforge.agents.generator import Chat
+from kforge.agents.profile_reader import ProfileReader, ProfileView
 from kforge.agents.stage_replies import find_json, stage_of
-from kforge.agents.targets import Target
-from kforge.agents.templates import render
 from kforge.knowledge.stages import STAGE_TITLES
 from kforge.llm.messages import Completion, Message
 
@@ -97,28 +94,16 @@ def _fields(item: Any) -> tuple[str, str, str]:
     return named.strip().strip("*`"), text, ""
 
 
-class AnalyzerAgent:
-    def __init__(self, chat: Chat, target: Target, problem_source: str, send_images: bool = False,
-                 max_tokens: int = 2048, temperature: float | None = None) -> None:
-        self.chat = chat
-        self.target = target
-        self.problem_source = problem_source
-        self.send_images = send_images
-        self.max_tokens = max_tokens
-        self.temperature = temperature
+class AnalyzerAgent(ProfileReader):
+    template = "analyzer"
+    default_max_tokens = 2048
 
     def messages(self, kernel: KernelView, open_stages: Sequence[str], history: Sequence[str]) -> list[Message]:
-        chart = kernel.profile.png if self.send_images and kernel.profile.png else None
-        user = render("analyzer", problem_source=self.problem_source.strip(), kernel_source=kernel.source.strip(),
-                      runtime_ms=kernel.runtime_ms, eager_ms=kernel.eager_ms,
-                      profile_text=kernel.profile.text.strip(), has_chart=chart is not None,
-                      stages=[(stage, STAGE_TITLES[stage]) for stage in open_stages], history=list(history))
-        system = render("analyzer_system", language_name=self.target.language_name,
-                        platform_name=self.target.platform_name)
-        return [Message.system(system), Message.user(user, *([chart] if chart else []))]
+        return self.prompt(kernel.profile, kernel_source=kernel.source.strip(), runtime_ms=kernel.runtime_ms,
+                           eager_ms=kernel.eager_ms, stages=[(stage, STAGE_TITLES[stage]) for stage in open_stages],
+                           history=list(history))
 
     def analyze(self, kernel: KernelView, open_stages: Sequence[str], history: Sequence[str] = ()) -> Analysis:
-        completion = self.chat.complete(self.messages(kernel, open_stages, history), max_tokens=self.max_tokens,
-                                        temperature=self.temperature)
+        completion = self.ask(self.messages(kernel, open_stages, history))
         issues, notes = parse_issues(completion.text, open_stages)
         return Analysis(tuple(issues), tuple(notes), completion)
