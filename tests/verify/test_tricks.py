@@ -91,12 +91,14 @@ def test_replay_after_warmup_is_caught_by_spot_checks() -> None:
 
 def test_cache_by_sampled_elements_gains_nothing() -> None:
     # A miss costs 30 kernel runs; a hit costs nothing. Fresh inputs on every timed call mean every call
-    # misses, so the median is the slow path's time, far above a single kernel run (well under 1 ms).
+    # misses, so the median is the slow path's time, above a single kernel run's. (Not "30 times above":
+    # with the suite running on both cores, the honest kernel's OpenMP threads lose whole time slices, and
+    # one run measured 8 ms against 39 ms.)
     verdict = judge("cache_by_samples")
     assert verdict.verdict == Outcome.CORRECT, verdict.reason
     honest = judge("honest")
     assert verdict.runtime_ms is not None and honest.runtime_ms is not None
-    assert verdict.runtime_ms > 5 * honest.runtime_ms
+    assert verdict.runtime_ms > 2 * honest.runtime_ms, (verdict.timing, honest.timing)
 
 
 def test_zeros_cannot_pass_a_problem_with_tiny_outputs() -> None:
