@@ -1,16 +1,19 @@
-"""The builtin engine on the bundled examples: correctness, speed against eager and torch.compile, roofline share.
+"""The builtin engine on the bundled examples and other problems: correctness, speed, roofline share.
 
     python benchmarks/builtin_bench.py [--platform cpu|cuda|auto] [--budget-s 60] [--deadline-s 540]
-                                       [--examples NAME ...] [--json FILE]
+                                       [--examples NAME ...] [--problems PATH ...] [--json FILE]
 
-For each example (`examples/*/problem.py`) and platform: the engine's proposal (`kforge.engine.propose`:
-capture, simplify, then the backend's variants: C++/OpenMP on cpu, Triton on cuda; vendor GEMM and
-convolution variants are offered under the vendor-GEMM policy); tune them through the harness within
---budget-s (short timing, no baselines); judge the winner once more with the harness's default timing and
-both baselines. The roofline share uses the reference's FLOPs and minimum bytes (`kforge.profiling.workload`)
-and the device's measured peaks (`kforge.profiling.peaks`: a large copy's bandwidth, a large matmul's rate).
+Problems: the bundled examples (`examples/*/problem.py`, all of them unless --examples names some), and any
+problem files given with --problems (a row named by the file's stem), such as the bandwidth-sized ones in
+`benchmarks/problems/*_h200.py`; with --problems alone, only those. For each problem and platform: the
+engine's proposal (`kforge.engine.propose`: capture, simplify, then the backend's variants: C++/OpenMP on
+cpu, Triton on cuda; vendor GEMM and convolution variants are offered under the vendor-GEMM policy); tune
+them through the harness within --budget-s (short timing, no baselines); judge the winner once more with
+the harness's default timing and both baselines (eager and torch.compile). The roofline share uses the
+reference's FLOPs and minimum bytes (`kforge.profiling.workload`) and the device's measured peaks
+(`kforge.profiling.peaks`: a large copy's bandwidth, a large matmul's rate).
 
-Prints one row per example and geomeans (all, and the GEMM/convolution problems alone), the figures that
+Prints one row per problem and geomeans (all, and the GEMM/convolution problems alone), the figures that
 issue 7's targets are stated in. Asserts nothing: a table to record in docs/builtin.md.
 """
 
@@ -73,10 +76,10 @@ def backend_variants(platform: str, problem: Problem) -> tuple[tuple[Variant, ..
     return proposal.variants, heavy
 
 
-def run_example(folder: Path, platform: str, budget_s: float, pool: WorkerPool, workdir: Path,
+def run_example(name: str, path: Path, platform: str, budget_s: float, pool: WorkerPool, workdir: Path,
                 say: Callable[[str], None]) -> Row:
-    problem = load_problem(folder / "problem.py")
-    row = Row(folder.name, platform, "-")
+    problem = load_problem(path)
+    row = Row(name, platform, "-")
     try:
         found, row.heavy = backend_variants(platform, problem)
     except LoweringError as exc:
@@ -89,7 +92,7 @@ def run_example(folder: Path, platform: str, budget_s: float, pool: WorkerPool, 
     sources: dict[str, Path] = {}
 
     def judge(source: str, options: EvalOptions = quick) -> Verdict:
-        path = sources.setdefault(source, workdir / f"{folder.name}_{platform}_{len(sources)}.py")
+        path = sources.setdefault(source, workdir / f"{name}_{platform}_{len(sources)}.py")
         path.write_text(source)
         return evaluate(problem.path, path, options, pool=pool)
 
@@ -165,28 +168,41 @@ def print_table(rows: list[Row]) -> None:
     print(f"correct: {sum(row.verdict == 'correct' for row in total)} of {len(total)} emitted solutions")
 
 
+def selected_problems(examples: list[str] | None, files: list[Path] | None) -> list[tuple[str, Path]]:
+    """(row name, problem file) pairs: the examples named (all when neither option is given), then the files."""
+    chosen = []
+    if examples is not None or files is None:
+        chosen = sorted((path.parent.name, path) for path in EXAMPLES.glob("*/problem.py")
+                        if examples is None or path.parent.name in examples)
+    for path in files or []:
+        if not path.is_file():
+            raise SystemExit(f"builtin_bench: no problem file {path}")
+        chosen.append((path.stem, path.resolve()))
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--platform", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--budget-s", type=float, default=60.0, help="tuning wall budget per example")
     parser.add_argument("--deadline-s", type=float, default=540.0, help="no new example starts after this")
-    parser.add_argument("--examples", nargs="*", default=None)
+    parser.add_argument("--examples", nargs="*", default=None, help="bundled examples by folder name")
+    parser.add_argument("--problems", nargs="*", type=Path, default=None, help="problem files outside examples/")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     platforms = ["cpu", "cuda"] if args.platform == "auto" and torch.cuda.is_available() else \
         ["cpu"] if args.platform == "auto" else [args.platform]
-    folders = sorted(path.parent for path in EXAMPLES.glob("*/problem.py")
-                     if args.examples is None or path.parent.name in args.examples)
+    problems = selected_problems(args.examples, args.problems)
     deadline = time.monotonic() + args.deadline_s
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="kforge-builtin-bench-") as work, WorkerPool(spares=1) as pool:
         for platform in platforms:
-            for folder in folders:
+            for name, path in problems:
                 if time.monotonic() > deadline:
-                    rows.append(Row(folder.name, platform, "-", note="skipped: deadline"))
+                    rows.append(Row(name, platform, "-", note="skipped: deadline"))
                     continue
-                print(f"== {folder.name} on {platform}", flush=True)
-                rows.append(run_example(folder, platform, args.budget_s, pool, Path(work),
+                print(f"== {name} on {platform}", flush=True)
+                rows.append(run_example(name, path, platform, args.budget_s, pool, Path(work),
                                         lambda text: print(f"   {text}", flush=True)))
     print()
     print_table(rows)
