@@ -229,16 +229,16 @@ def test_prepared_values_are_computed_by_their_own_kernels_each_call() -> None:
     assert source.rstrip().endswith("return out.reshape(out_shape).squeeze(-1)")
 
 
-def test_a_full_convolution_needs_the_vendor_policy() -> None:
+def test_a_convolution_by_a_weight_that_is_no_parameter_needs_the_vendor_policy() -> None:
+    # (A convolution by a parameter is generated: tests/engine/test_triton_conv.py.)
     program = Program(
-        inputs=(_x((2, 3, 16), (True, False, True)),), params=(TensorSpec("conv.weight", (4, 3, 3)),),
-        heavy=_n("c", "conv1d", ("x", "conv.weight"), (2, 4, 14), stride=(1,), padding=(0,), dilation=(1,),
-                 groups=1),
+        inputs=(_x((2, 3, 16), (True, False, True)), TensorSpec("w", (4, 3, 3))), params=(),
+        heavy=_n("c", "conv1d", ("x", "w"), (2, 4, 14), stride=(1,), padding=(0,), dilation=(1,), groups=1),
         nodes=(_n("out", "relu", ("c",), (2, 4, 14)),), outputs=("out",))
-    with pytest.raises(Unsupported, match="vendor"):
+    with pytest.raises(Unsupported, match="not a parameter.*--allow-vendor-gemm"):
         variants(program, "")
     [(config, source)] = variants(program, "", vendor_gemm=True, limit=1)
-    assert config["vendor"] is True and "F.conv1d(in_x, p_conv_weight, stride=(1,)" in source
+    assert config["vendor"] is True and "F.conv1d(in_x, in_w, stride=(1,)" in source
 
 
 def test_a_depthwise_convolution_is_generated_without_the_vendor() -> None:

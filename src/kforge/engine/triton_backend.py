@@ -63,6 +63,11 @@ _GEMM_TILES = [(64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (12
                (16, 64, 64, 4, 3), (16, 32, 64, 2, 4)]
 _FILL = 96
 _DEPTHWISE = [{"BLOCK_T": block, "conv_warps": warps} for block, warps in [(512, 4), (1024, 4), (256, 2), (2048, 8)]]
+# Convolution tiles (BLOCK_M over output pixels, BLOCK_N over output channels, BLOCK_K, warps, stages), ordered
+# like the GEMM's. Convolutions often have few output channels (32: the bundled example's 8192 x 32 output), so
+# narrow tiles come first; 64 x 32 gives that output 128 programs.
+_CONV_TILES = [(64, 32, 32, 4, 2), (32, 32, 32, 2, 2), (64, 64, 32, 4, 3), (128, 32, 32, 4, 2), (128, 64, 32, 4, 3),
+               (32, 16, 32, 2, 2)]
 # float32 products: full precision on the FMA units, or three TF32 tensor-core products (about float32 accuracy).
 _GEMM_PRECISIONS = ("ieee", "tf32x3")
 
@@ -147,8 +152,17 @@ class _Lowering:
                 generated = self.gemm_then_fused_offers(heavy)
         elif _depthwise(self.program, heavy) and generated_gemm:
             generated = self.depthwise_offers(heavy)
+        elif heavy.op in ("conv1d", "conv2d") and generated_gemm:
+            refusal = _conv_refusal(self.program, heavy)
+            if refusal and not vendor_gemm:
+                raise Unsupported(f"the Triton backend cannot generate this {heavy.op} ({refusal}); "
+                                  "--allow-vendor-gemm offers the vendor's")
+            generated = () if refusal else self.conv_offers(heavy)
         if vendor_gemm:
             vendor = self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
+        if heavy.op in ("conv1d", "conv2d"):  # every generated convolution first, the vendor's after
+            yield from itertools.chain(generated, vendor)
+            return
         # Taken in turn, so that a caller asking for a few variants still gets both kinds.
         for pair in itertools.zip_longest(generated, vendor):
             yield from (offer for offer in pair if offer is not None)
@@ -239,17 +253,50 @@ class _Lowering:
         return split, keep
 
     def gemm_configs(self) -> Iterator[tuple[Config, str | None]]:
+        return self.tile_configs(_gemm_tiles(self.program.heavy), {"GROUP_M": 8})
+
+    def tile_configs(self, tiles: Iterable[tuple[int, int, int, int, int]], extra: Config
+                     ) -> Iterator[tuple[Config, str | None]]:
+        """The configurations of a `tl.dot` kernel (GEMM or convolution) over `tiles`, with each float32 precision."""
         heavy = self.program.heavy
         float32 = heavy is not None and heavy.dtype == "float32"
         precisions: Iterable[str | None] = _GEMM_PRECISIONS if float32 else (None,)
         # Each tile in both precisions before the next tile, so that a short list still holds both.
-        for (bm, bn, bk, warps, stages), precision in itertools.product(_gemm_tiles(heavy), precisions):
-            yield ({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps,
+        for (bm, bn, bk, warps, stages), precision in itertools.product(tiles, precisions):
+            yield ({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, **extra, "num_warps": warps,
                     "num_stages": stages, "precision": precision or "default"}, precision)
 
     def gemm_offers(self, split: _Split) -> Iterator[tuple[Config, Any]]:
         for config, precision in self.gemm_configs():
             yield config, lambda config=config, precision=precision: self.render_gemm(split, config, precision)
+
+    def conv_offers(self, heavy: Node) -> Iterator[tuple[Config, Any]]:
+        """The generated convolution: with the epilogue on its accumulator when the epilogue is pointwise and keeps
+        the convolution's shape, else alone (`conv_function.j2`), followed by the epilogue's own fused kernel."""
+        configs = self.tile_configs(_conv_tiles(self.program, heavy), {})
+        try:
+            split: _Split | None = self.split(heavy_python=None)
+        except Unsupported:  # a reshape of the convolution's output: done in Python, after the bare convolution
+            split = None
+        if split is not None and self.program.shape(self.resolve(split, self.output.name)) == heavy.shape \
+                and all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
+            for config, precision in configs:
+                yield config, lambda config=config, precision=precision, split=split: self.render_conv(
+                    split, config, precision)
+            return
+        bias = ", {2}" if len(heavy.value_args) > 2 else ""
+        x_dtype = self.program.spec(str(heavy.value_args[0])).dtype
+        for config, precision in itertools.islice(configs, 8):
+            alone = self.split(heavy_python=f"_conv({{0}}, {{1}}{bias})")
+            alone.heavy_kernel += self.env.get_template("conv_function.j2").render(
+                kernel="_conv_kernel", leaves=[], body=[], scalars=[], heavy=var(heavy.name), result=var(heavy.name),
+                has_bias=bool(bias), op=heavy.op, x_python="x_in", w_python="weight", bias_python="bias",
+                config=config, config_text=_config_text(config), precision=precision, finish="",
+                conv=_conv_fixed(self.program, heavy, config), dtype_arg=_dtype_arg(x_dtype, heavy.dtype))
+            # The fused kernel's warps are its own: the convolution's are named apart in the variant's configuration.
+            tag = {("conv_" + key if key in ("num_warps", "num_stages") else key): value
+                   for key, value in config.items()}
+            yield from itertools.islice(self.fused_offers(alone, tag), 2)
 
     # ---- the Python side -------------------------------------------------------------------------------------
     def split_leaves(self) -> _Split:
@@ -440,14 +487,7 @@ class _Lowering:
         heavy = self.program.heavy
         assert heavy is not None
         epilogue = [node for node in split.compute if node is not heavy]
-        leaves = self.leaves_of(split, epilogue)
-        columns = heavy.shape[-1]
-        for leaf in leaves:
-            leaf.mode = _broadcast_mode(leaf, self.program.shape(leaf.name), heavy.shape, len(heavy.shape) - 1)
-            if leaf.mode == "row":
-                leaf.mode = "col"
-            if leaf.mode == "col" and self.program.shape(leaf.name)[-1:] != (columns,):
-                leaf.mode = "full"
+        leaves = self.epilogue_leaves(split, epilogue, heavy, len(heavy.shape) - 1)
         fixed = self.gemm_fixed(heavy, config, leaves)
         loads = [_gemm_load(leaf, masked=not (fixed and fixed["even_n"])) for leaf in leaves]
         args = [split.python[str(a)] for a in heavy.value_args]
@@ -460,6 +500,38 @@ class _Lowering:
             bias_python=args[2] if len(args) > 2 else "", heavy=var(heavy.name),
             precision=precision, fixed=fixed,
             dtype_arg=_dtype_arg(self.program.spec(str(heavy.value_args[0])).dtype, self.output.dtype))
+
+    def epilogue_leaves(self, split: _Split, epilogue: list[Node], heavy: Node, dim: int) -> list[_Leaf]:
+        """The operands of an epilogue on a `tl.dot` accumulator, each with how it is read (see `_gemm_load`): a
+        parameter varying along the heavy output's `dim` only (the tile's N: a GEMM's last dim, a convolution's
+        channels) is a vector indexed by `rn`; a one-element parameter a scalar; anything else is read in full."""
+        leaves = self.leaves_of(split, epilogue)
+        for leaf in leaves:
+            leaf.mode = _broadcast_mode(leaf, self.program.shape(leaf.name), heavy.shape, dim)
+            if leaf.mode == "row":
+                leaf.mode = "col"
+        return leaves
+
+    def render_conv(self, split: _Split, config: Config, precision: str | None) -> str:
+        heavy = self.program.heavy
+        assert heavy is not None
+        epilogue = [node for node in split.compute if node is not heavy]
+        leaves = self.epilogue_leaves(split, epilogue, heavy, 1)
+        conv = _conv_fixed(self.program, heavy, config)
+        loads = [_gemm_load(leaf, masked=not conv["even_n"]) for leaf in leaves]
+        x, weight, *bias = heavy.value_args
+        bias_python = _param_local(str(param_root(self.program, str(bias[0])))) if bias else ""
+        scalars = self.scalars_of(split, epilogue)
+        common = self.common(split, config, f"A generated convolution ({heavy.op}, an implicit GEMM) with its "
+                                            "epilogue applied to the accumulator before the one store.")
+        # Only what the launch reads: a parameter's reshape, read in the kernel by its own index, is dropped.
+        common["prelude"], _ = prelude_split(split.prelude, [split.python[str(x)], *scalars,
+                                                             *(leaf.prepare for leaf in leaves)])
+        return self.env.get_template("conv.py.j2").render(
+            **common, leaves=leaves, body=loads + self.body(split, epilogue), scalars=scalars, heavy=var(heavy.name),
+            has_bias=bool(bias), x_python=split.python[str(x)], w_python=_param_local(str(weight)),
+            bias_python=bias_python, precision=precision, conv=conv,
+            dtype_arg=_dtype_arg(self.program.spec(str(x)).dtype, self.output.dtype))
 
     def gemm_fixed(self, heavy: Node, config: Config, leaves: list[_Leaf]) -> dict[str, Any] | None:
         """The fixed form of the generated GEMM (see `_gemm.j2`) when the right operand is a parameter and the
@@ -633,10 +705,16 @@ def _gemm_tiles(heavy: Node | None) -> list[tuple[int, int, int, int, int]]:
     at least `_FILL` programs in their own order, then the others, most programs first."""
     if heavy is None or len(heavy.shape) < 1:
         return list(_GEMM_TILES)
-    n = heavy.shape[-1]
-    rows = math.prod(heavy.shape[:-1])  # the batch's programs run on the grid's second axis, alongside
-    programs = {tile: -(-rows // tile[0]) * -(-n // tile[1]) for tile in _GEMM_TILES}
-    return sorted(_GEMM_TILES, key=lambda tile: (0, 0) if programs[tile] >= _FILL else (1, -programs[tile]))
+    # the batch's programs run on the grid's second axis, alongside
+    return _by_fill(_GEMM_TILES, math.prod(heavy.shape[:-1]), heavy.shape[-1])
+
+
+def _by_fill(tiles: list[tuple[int, int, int, int, int]], rows: int, cols: int, copies: int = 1
+             ) -> list[tuple[int, int, int, int, int]]:
+    """`tiles` (BLOCK_M, BLOCK_N, ...) for an output of `rows` x `cols` (`copies` times over): the tiles that give
+    at least `_FILL` programs in their own order, then the others, most programs first."""
+    programs = {tile: copies * -(-rows // tile[0]) * -(-cols // tile[1]) for tile in tiles}
+    return sorted(tiles, key=lambda tile: (0, 0) if programs[tile] >= _FILL else (1, -programs[tile]))
 
 
 def _depthwise(program: Program, heavy: Node) -> bool:
@@ -649,6 +727,73 @@ def _depthwise(program: Program, heavy: Node) -> bool:
     padding = heavy.attr("padding", 0)
     return (len(x) == 3 and len(weight) == 3 and weight[1] == 1 and groups == x[1] == weight[0]
             and not isinstance(padding, str))
+
+
+def _conv_refusal(program: Program, heavy: Node) -> str | None:
+    """Why the generated convolution cannot compute `heavy` (one phrase), or None when it can: its weight must be
+    a parameter (its sizes are constants of the kernel) and its input batched."""
+    x, weight, *bias = (str(arg) for arg in heavy.value_args)
+    spatial = 1 if heavy.op == "conv1d" else 2
+    if param_root(program, weight) != weight or (bias and param_root(program, bias[0]) is None):
+        return "its weight or bias is not a parameter"
+    if len(program.shape(x)) != spatial + 2:
+        return "an unbatched input"
+    if isinstance(heavy.attr("padding", 0), str):
+        return f"padding {heavy.attr('padding')!r}"
+    if math.prod(program.shape(weight)) >= 2 ** 31:
+        return "a weight of 2**31 elements or more"
+    return None
+
+
+def _conv_tiles(program: Program, heavy: Node) -> list[tuple[int, int, int, int, int]]:
+    """`_CONV_TILES` ordered for the convolution's output on the main input set (pixels x channels per group,
+    once per group)."""
+    groups = int(heavy.attr("groups", 1))
+    channels = program.shape(str(heavy.value_args[1]))[0]
+    return _by_fill(_CONV_TILES, math.prod(heavy.shape) // max(channels, 1), channels // groups, groups)
+
+
+def _conv_fixed(program: Program, heavy: Node, config: Config) -> dict[str, Any]:
+    """The constants of the generated convolution (`_conv.j2`) for `config`: the weight's sizes, the options, the
+    masks its loads need (none along K or N where the tiles divide them, none along a dim without padding: every
+    tap then lands inside the input), and the output's sizes as Python (`out_h`) and kernel (`oh`) expressions."""
+    two_d = heavy.op == "conv2d"
+    c_out, group_c, *taps = program.shape(str(heavy.value_args[1]))
+    groups = int(heavy.attr("groups", 1))
+    options = {key: [int(v) for v in heavy.attr(key, (default,) * len(taps))]
+               for key, default in (("stride", 1), ("padding", 0), ("dilation", 1))}
+    group_n, k = c_out // groups, group_c * math.prod(taps)
+    tiles_g = -(-group_n // config["BLOCK_N"])
+    even_k, even_n = k % config["BLOCK_K"] == 0, group_n % config["BLOCK_N"] == 0
+    n_ok = "rg < GROUP_N" if groups > 1 else "rn < N"
+    fixed: dict[str, Any] = {"two_d": two_d, "c_in": group_c * groups, "c_out": c_out, "k": k, "groups": groups,
+                             "group_c": group_c, "group_n": group_n, "tiles_g": tiles_g, "tiles_n": tiles_g * groups,
+                             "even_n": even_n}
+    a_mask = ["(rm < M)[:, None]"]
+    for index, (axis, size, kernel_size) in enumerate((("h", "height", "H"), ("w", "width", "W"))[-len(taps):]):
+        tap, stride, pad, dilation = (taps[index], options["stride"][index], options["padding"][index],
+                                      options["dilation"][index])
+        change = 2 * pad - dilation * (tap - 1) - 1
+        fixed.update({f"k{axis}": tap, f"s{axis}": stride, f"p{axis}": pad, f"d{axis}": dilation,
+                      f"out_{axis}": _conv_size(size, change, stride),
+                      f"o{axis}": _conv_size(kernel_size, change, stride)})
+        if pad:
+            a_mask.append(f"(i{axis} >= 0) & (i{axis} < {kernel_size})")
+    fixed["a_mask"] = " & ".join(a_mask + ([] if even_k else ["(k < K)[None, :]"]))
+    fixed["b_mask"] = " & ".join(([] if even_k else ["(k < K)[:, None]"]) + ([] if even_n else [f"({n_ok})[None, :]"]))
+    fixed["out_mask"] = "(rm < M)[:, None]" + ("" if even_n else f" & ({n_ok})[None, :]")
+    return fixed
+
+
+def _conv_size(size: str, change: int, stride: int) -> str:
+    """The expression of a convolution's output size along one dim: (size + change) // stride + 1, where change
+    is 2 * padding - dilation * (taps - 1) - 1, written as simply as the numbers allow ('height' for a 3x3 with
+    padding 1)."""
+    if stride == 1:
+        change += 1
+        return size if change == 0 else f"{size} {'+' if change > 0 else '-'} {abs(change)}"
+    numerator = size if change == 0 else f"({size} {'+' if change > 0 else '-'} {abs(change)})"
+    return f"{numerator} // {stride} + 1"
 
 
 def _first(value: Any, default: int) -> int:

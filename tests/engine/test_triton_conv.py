@@ -1,0 +1,154 @@
+"""The generated convolution (an implicit GEMM, `data/engine/triton/_conv.j2`): what the Triton backend offers for
+a convolution by a parameter, judged by the real harness in Triton's CPU interpreter on every input set.
+
+The problems: the bundled conv2d example, the small `tests/problems/engine/conv2d_*.py` (stride and dilation 2,
+groups, no padding, no bias, odd sizes, a non-contiguous input, a broadcast operand, an epilogue with a
+reduction) and a full conv1d written here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kforge.engine.propose import propose
+from kforge.engine.tune import Variant
+from kforge.problem import load_problem
+from kforge.verify.evaluate import evaluate
+from kforge.verify.policy import Policy
+from kforge.verify.static_check import check_source
+from kforge.verify.verdict import Outcome
+from tests.conftest import EXAMPLES, PROBLEMS, fast_options
+
+pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
+
+EXAMPLE = EXAMPLES / "conv2d_scaled_mish" / "problem.py"
+CONV2D = {path.stem: path for path in sorted((PROBLEMS / "engine").glob("conv2d_*.py"))}
+
+CONV1D = '''"""A full (not depthwise) conv1d with stride 3, then GELU."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(5, 24, 5, stride=3, padding=2)
+
+    def forward(self, x):
+        return F.gelu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 31)]
+
+
+def get_input_variants():
+    return [[torch.randn(1, 5, 1)], [torch.randn(3, 5, 64)]]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _variants(problem: Path, vendor_gemm: bool = False, limit: int = 24) -> list[Variant]:
+    return list(propose(load_problem(problem), "triton", vendor_gemm=vendor_gemm, limit=limit).variants)
+
+
+def _pick(found: list[Variant], **wanted: object) -> Variant:
+    return next(v for v in found if all(v.config.get(key) == value for key, value in wanted.items()))
+
+
+def _judge(tmp_path: Path, problem: Path, variant: Variant) -> None:
+    path = tmp_path / f"{problem.stem}_solution.py"
+    path.write_text(variant.source)
+    verdict = evaluate(problem, path, fast_options(language="triton", trials=1))
+    assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}\n{variant.source}"
+
+
+def _conv1d(tmp_path: Path) -> Path:
+    path = tmp_path / "conv1d_gelu.py"
+    path.write_text(CONV1D)
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(CONV2D))
+def test_default_variant_is_correct_in_the_interpreter(tmp_path: Path, name: str) -> None:
+    [variant] = _variants(CONV2D[name], limit=1)
+    assert "tl.dot" in variant.source and "F.conv" not in variant.source
+    _judge(tmp_path, CONV2D[name], variant)
+
+
+def test_a_full_conv1d_falls_out_of_the_same_template(tmp_path: Path) -> None:
+    problem = _conv1d(tmp_path)
+    [variant] = _variants(problem, limit=1)
+    assert "_fused[grid](x, p_conv_weight, p_conv_bias, out, M, width," in variant.source
+    assert " H," not in variant.source  # one spatial dim: no rows in the kernel
+    _judge(tmp_path, problem, variant)
+
+
+def test_the_bundled_example_is_one_launch_with_the_epilogue_on_the_accumulator(tmp_path: Path) -> None:
+    found = _variants(EXAMPLE, limit=12)
+    first = found[0]
+    # 8 x 32 x 32 pixels by 32 channels: the first tile fills most of a 132-multiprocessor GPU, and wastes no
+    # column of its channel tile; float32 keeps full precision first.
+    programs = -(-8 * 32 * 32 // first.config["BLOCK_M"]) * -(-32 // first.config["BLOCK_N"])
+    assert programs >= 96 and first.config["BLOCK_N"] <= 32 and first.config["precision"] == "ieee"
+    assert {v.config["precision"] for v in found} == {"ieee", "tf32x3"}
+    source = first.source
+    assert source.count("@triton.jit") == 1 and source.count("[grid](") == 1
+    # Fixed sizes are constants; the launch passes the tensors and the input's sizes; the per-channel scale is
+    # the parameter itself (its reshape is not computed per call).
+    assert "C_IN: tl.constexpr = 32, N: tl.constexpr = 32, K: tl.constexpr = 288" in source
+    assert "_fused[grid](x, p_conv_weight, p_conv_bias, p_scale, out, M, height, width, num_warps=" in source
+    assert ".reshape(" not in source[source.index("def forward"):]
+    # Judged in its widest tile: the interpreter's time goes with the number of programs, the code is the same.
+    _judge(tmp_path, EXAMPLE, _pick(found, BLOCK_M=128, BLOCK_N=64))
+
+
+def test_other_tiles_are_correct_too(tmp_path: Path) -> None:
+    # Twenty channels a group in tiles of 16: two tiles a group, the second masked; K = 12 masked too.
+    found = _variants(CONV2D["conv2d_strided_dilated"])
+    narrow = _pick(found, BLOCK_N=16)
+    assert "TILES_G: tl.constexpr = 2" in narrow.source and "TILES_N: tl.constexpr = 4" in narrow.source
+    _judge(tmp_path, CONV2D["conv2d_strided_dilated"], narrow)
+
+
+def test_a_reduction_after_the_convolution_runs_in_its_own_fused_kernel(tmp_path: Path) -> None:
+    found = _variants(CONV2D["conv2d_group_logsoftmax"])
+    assert all("def _conv(" in v.source and "_conv_kernel[grid](" in v.source and v.source.count("@triton.jit") >= 2
+               for v in found)
+    # The convolution's warps and the fused kernel's are both in the configuration, apart.
+    assert {"conv_num_warps", "num_warps", "BLOCK_R"} <= set(found[0].config)
+
+
+def test_generated_variants_pass_the_static_policy_without_the_vendor(tmp_path: Path) -> None:
+    problems = [EXAMPLE, *CONV2D.values(), _conv1d(tmp_path)]
+    for problem in problems:
+        for variant in _variants(problem):
+            assert check_source(variant.source, Policy()) == [], (problem.name, variant.config)
+            assert "F.conv" not in variant.source and "torch.conv" not in variant.source
+    # The vendor's variants (allowed only under the vendor policy) are the check's counterexample.
+    vendor = _pick(_variants(EXAMPLE, vendor_gemm=True), vendor=True)
+    assert "F.conv2d(" in vendor.source and check_source(vendor.source, Policy()) != []
+    assert check_source(vendor.source, Policy().allowing_vendor_gemm()) == []
+
+
+def test_every_generated_convolution_comes_before_the_vendor_variants() -> None:
+    kinds = [bool(v.config.get("vendor")) for v in _variants(EXAMPLE, vendor_gemm=True, limit=40)]
+    assert kinds[0] is False and True in kinds
+    assert kinds == sorted(kinds), "a vendor variant before a generated one"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", [EXAMPLE, *CONV2D.values()], ids=lambda path: path.stem)
+def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Path) -> None:
+    # The interpreter checks the arithmetic; only the GPU compiles the kernels (tl.dot layouts, precisions).
+    for variant in _variants(problem, limit=4):
+        path = tmp_path / "solution.py"
+        path.write_text(variant.source)
+        verdict = evaluate(problem, path, fast_options(platform="cuda", language="triton", trials=1))
+        assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}"
