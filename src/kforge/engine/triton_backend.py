@@ -15,15 +15,23 @@ What it emits (templates under `kforge/data/engine/triton/`):
   fused kernel after the bare product (`gemm_function.j2`);
 - a depthwise `conv1d` (one filter per channel): a generated direct convolution (`conv1d_depthwise.py.j2`),
   then the epilogue's fused kernel;
+- any other `conv1d` or `conv2d` by a parameter (zero padding, any stride, dilation and groups): a generated
+  implicit GEMM (`_conv.j2`: output pixels x output channels, K = input channels per group x taps, the input
+  gathered through computed indices with masks for the padding; the weight's sizes and the options constants
+  of the kernel). A pointwise epilogue keeping the convolution's shape is applied to the accumulator before the
+  one store (`conv.py.j2`, the GEMM's epilogue loads); any other runs in one fused kernel after the bare
+  convolution (`conv_function.j2`);
 - under the vendor-GEMM policy (`vendor_gemm=True`), also: the vendor's op (any heavy op) followed by one
-  fused kernel. Other convolutions are offered only that way.
+  fused kernel (for a convolution, after every generated variant). A convolution whose weight is not a
+  parameter is offered only that way.
 
 Work the IR marks as Python-side stays in the generated `forward`: views and slices of inputs, parameters
 and the heavy output (no data moves), and scalars computed from run-time sizes (`math.log(n)`). Parameters
 are the reference's own (`kforge.engine.construct`), held in a tuple by `ModelNew`. The forward's cost per call
 is kept small (`kforge.engine.triton_fast`): a fast path checked by one cheap test, the general path for any
 other input. Tunables (block sizes, warps, stages,
-the GEMM's float32 precision) are baked into each variant's source; `kforge.engine.tune` picks among them.
+the float32 precision of the GEMM and the convolution) are baked into each variant's source; `kforge.engine.tune`
+picks among them.
 """
 
 from __future__ import annotations
