@@ -60,9 +60,13 @@ Config = dict[str, Any]
 _POINTWISE = [{"TILE": tile, "BLOCK_COLS": cols, "num_warps": warps}
               for tile, cols, warps in [(2048, 1024, 4), (1024, 1024, 4), (4096, 1024, 8), (4096, 256, 4),
                                         (8192, 2048, 8), (1024, 128, 2)]]
-_ROWS = [{"TILE": tile, "BLOCK_R": block, "num_warps": warps}
-         for tile, block, warps in [(4096, 1024, 4), (2048, 512, 4), (8192, 4096, 8), (4096, 4096, 8),
-                                    (1024, 256, 2), (16384, 8192, 16), (4096, 128, 4)]]
+# Rows: TILE elements a program (num_warps for them); a row up to ROW_MAX long (last dim) is read once and held
+# whole (one pass: softmax and layer norm read and write each element once), with the warps scaled to keep the
+# elements a thread holds; a longer row is walked in blocks of BLOCK_R (two or three passes over it).
+_ROWS = [{"TILE": tile, "BLOCK_R": block, "ROW_MAX": held, "num_warps": warps}
+         for tile, block, held, warps in [(4096, 1024, 16384, 4), (2048, 512, 16384, 4), (8192, 4096, 16384, 8),
+                                          (4096, 4096, 4096, 8), (1024, 256, 256, 2), (16384, 8192, 32768, 16),
+                                          (4096, 128, 128, 4)]]
 # GEMM tiles (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages), in order of preference among those that give the
 # problem's product enough programs to fill a GPU (`_FILL`, most of one wave on a GPU of 100-140 multiprocessors);
 # where none does (a small product), the tiles giving more programs come first (see `_gemm_tiles`).
@@ -485,6 +489,7 @@ class _Lowering:
         return {"condition": " and ".join(condition), "first": first, "loads": loads, "passed": passed,
                 "dtype_arg": _dtype_arg(self.program.spec(runtime[0].name).dtype, self.output.dtype),
                 "cols": layout.cols(first), "runtime": [leaf.python for leaf in runtime],
+                "flat": not layout.varying,  # no operand indexed by position: one flat block, 1-D grid
                 "spans": [(name, value) for (name, _, _), value in zip(layout.spans, layout.span_values(first),
                                                                        strict=True)]}
 
