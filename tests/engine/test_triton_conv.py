@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kforge.engine.capture import LoweringError
 from kforge.engine.propose import propose
 from kforge.engine.tune import Variant
 from kforge.problem import load_problem
@@ -24,7 +25,8 @@ from tests.conftest import EXAMPLES, PROBLEMS, fast_options
 pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
 
 EXAMPLE = EXAMPLES / "conv2d_scaled_mish" / "problem.py"
-CONV2D = {path.stem: path for path in sorted((PROBLEMS / "engine").glob("conv2d_*.py"))}
+INPUT_WEIGHT = PROBLEMS / "engine" / "conv2d_input_weight.py"  # the one the generated convolution refuses
+CONV2D = {path.stem: path for path in sorted((PROBLEMS / "engine").glob("conv2d_*.py")) if path != INPUT_WEIGHT}
 
 CONV1D = '''"""A full (not depthwise) conv1d with stride 3, then GELU."""
 import torch
@@ -135,6 +137,14 @@ def test_generated_variants_pass_the_static_policy_without_the_vendor(tmp_path: 
     vendor = _pick(_variants(EXAMPLE, vendor_gemm=True), vendor=True)
     assert "F.conv2d(" in vendor.source and check_source(vendor.source, Policy()) != []
     assert check_source(vendor.source, Policy().allowing_vendor_gemm()) == []
+
+
+def test_a_weight_that_is_no_parameter_is_refused_in_one_line_then_left_to_the_vendor() -> None:
+    with pytest.raises(LoweringError, match=r"cannot generate this conv2d \(its weight .* not a parameter") as caught:
+        _variants(INPUT_WEIGHT)
+    assert "\n" not in str(caught.value)
+    found = _variants(INPUT_WEIGHT, vendor_gemm=True)
+    assert found and all(v.config.get("vendor") for v in found)
 
 
 def test_every_generated_convolution_comes_before_the_vendor_variants() -> None:

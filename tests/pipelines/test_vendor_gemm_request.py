@@ -28,7 +28,7 @@ from tests.llm.llm_servers import ScriptedServer, openai_stream
 pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
 
 LINEAR_GELU = PROBLEMS / "engine" / "linear_gelu.py"
-CONV = PROBLEMS / "engine" / "ea_conv2d_clamps.py"
+CONV = PROBLEMS / "engine" / "conv2d_input_weight.py"  # a weight that is no parameter: not generated in Triton
 FAST = EvalOptions(trials=1, baselines=(), timing=FAST_TIMING, timeout_s=60.0)
 
 

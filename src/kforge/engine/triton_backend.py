@@ -167,8 +167,8 @@ class _Lowering:
         elif heavy.op in ("conv1d", "conv2d") and generated_gemm:
             refusal = _conv_refusal(self.program, heavy)
             if refusal and not vendor_gemm:
-                raise Unsupported(f"the Triton backend cannot generate this {heavy.op} ({refusal}); "
-                                  "--allow-vendor-gemm offers the vendor's")
+                raise Unsupported(f"the Triton backend cannot generate this {heavy.op} ({refusal}; "
+                                  "--allow-vendor-gemm allows the vendor's)")
             generated = () if refusal else self.conv_offers(heavy)
         if vendor_gemm:
             vendor = self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
