@@ -17,10 +17,11 @@ What it emits (templates under `kforge/data/engine/triton/`):
   then the epilogue's fused kernel;
 - any other `conv1d` or `conv2d` by a parameter (zero padding, any stride, dilation and groups): a generated
   implicit GEMM (`_conv.j2`: output pixels x output channels, K = input channels per group x taps, the input
-  gathered through computed indices with masks for the padding; the weight's sizes and the options constants
-  of the kernel). A pointwise epilogue keeping the convolution's shape is applied to the accumulator before the
-  one store (`conv.py.j2`, the GEMM's epilogue loads); any other runs in one fused kernel after the bare
-  convolution (`conv_function.j2`);
+  gathered through computed indices with masks for the padding, tiles held as channels x pixels so memory is
+  read and written along the pixels; the weight's sizes and the options constants of the kernel). A pointwise
+  epilogue keeping the convolution's shape is applied to the accumulator before the one store (`conv.py.j2`,
+  the GEMM's epilogue loads); any other runs in one fused kernel after the bare convolution
+  (`conv_function.j2`);
 - under the vendor-GEMM policy (`vendor_gemm=True`), also: the vendor's op (any heavy op) followed by one
   fused kernel (for a convolution, after every generated variant). A convolution whose weight is not a
   parameter is offered only that way.
@@ -62,10 +63,11 @@ _POINTWISE = [{"TILE": tile, "BLOCK_COLS": cols, "num_warps": warps}
                                         (8192, 2048, 8), (1024, 128, 2)]]
 # Rows: TILE elements a program (num_warps for them); a row up to ROW_MAX long (last dim) is read once and held
 # whole (one pass: softmax and layer norm read and write each element once), with the warps scaled to keep the
-# elements a thread holds; a longer row is walked in blocks of BLOCK_R (two or three passes over it).
+# elements a thread holds (up to 16 warps); a longer row is walked in blocks of BLOCK_R (two or three passes).
+# The default holds 16 elements a thread: a row of 8192 gets 16 warps.
 _ROWS = [{"TILE": tile, "BLOCK_R": block, "ROW_MAX": held, "num_warps": warps}
-         for tile, block, held, warps in [(4096, 1024, 16384, 4), (2048, 512, 16384, 4), (8192, 4096, 16384, 8),
-                                          (4096, 4096, 4096, 8), (1024, 256, 256, 2), (16384, 8192, 32768, 16),
+         for tile, block, held, warps in [(2048, 1024, 16384, 4), (4096, 1024, 16384, 4), (16384, 4096, 16384, 16),
+                                          (4096, 4096, 4096, 8), (1024, 256, 256, 2), (8192, 8192, 32768, 8),
                                           (4096, 128, 128, 4)]]
 # GEMM tiles (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages), in order of preference among those that give the
 # problem's product enough programs to fill a GPU (`_FILL`, most of one wave on a GPU of 100-140 multiprocessors);
@@ -531,7 +533,7 @@ class _Lowering:
         epilogue = [node for node in split.compute if node is not heavy]
         leaves = self.epilogue_leaves(split, epilogue, heavy, 1)
         conv = _conv_fixed(self.program, heavy, config)
-        loads = [_gemm_load(leaf, masked=not conv["even_n"]) for leaf in leaves]
+        loads = [_gemm_load(leaf, masked=not conv["even_n"], along_n="[:, None]") for leaf in leaves]
         x, weight, *bias = heavy.value_args
         bias_python = _param_local(str(param_root(self.program, str(bias[0])))) if bias else ""
         scalars = self.scalars_of(split, epilogue)
@@ -782,7 +784,7 @@ def _conv_fixed(program: Program, heavy: Node, config: Config) -> dict[str, Any]
     fixed: dict[str, Any] = {"two_d": two_d, "c_in": group_c * groups, "c_out": c_out, "k": k, "groups": groups,
                              "group_c": group_c, "group_n": group_n, "tiles_g": tiles_g, "tiles_n": tiles_g * groups,
                              "even_n": even_n}
-    a_mask = ["(rm < M)[:, None]"]
+    x_mask = ["(rm < M)[None, :]"]  # the gathered input's tile is K x pixels, the output's channels x pixels
     for index, (axis, size, kernel_size) in enumerate((("h", "height", "H"), ("w", "width", "W"))[-len(taps):]):
         tap, stride, pad, dilation = (taps[index], options["stride"][index], options["padding"][index],
                                       options["dilation"][index])
@@ -791,10 +793,10 @@ def _conv_fixed(program: Program, heavy: Node, config: Config) -> dict[str, Any]
                       f"out_{axis}": _conv_size(size, change, stride),
                       f"o{axis}": _conv_size(kernel_size, change, stride)})
         if pad:
-            a_mask.append(f"(i{axis} >= 0) & (i{axis} < {kernel_size})")
-    fixed["a_mask"] = " & ".join(a_mask + ([] if even_k else ["(k < K)[None, :]"]))
-    fixed["b_mask"] = " & ".join(([] if even_k else ["(k < K)[:, None]"]) + ([] if even_n else [f"({n_ok})[None, :]"]))
-    fixed["out_mask"] = "(rm < M)[:, None]" + ("" if even_n else f" & ({n_ok})[None, :]")
+            x_mask.append(f"(i{axis} >= 0) & (i{axis} < {kernel_size})")
+    fixed["x_mask"] = " & ".join(x_mask + ([] if even_k else ["(k < K)[:, None]"]))
+    fixed["w_mask"] = " & ".join(([] if even_n else [f"({n_ok})[:, None]"]) + ([] if even_k else ["(k < K)[None, :]"]))
+    fixed["out_mask"] = "(rm < M)[None, :]" + ("" if even_n else f" & ({n_ok})[:, None]")
     return fixed
 
 
@@ -871,14 +873,15 @@ def _rows_load(leaf: _Leaf, full: bool) -> str:
     return f"{leaf.var} = tl.load({leaf.arg} + out_a, mask=a_mask, other=0.0).to(tl.float32)"
 
 
-def _gemm_load(leaf: _Leaf, masked: bool = True) -> str:
-    """The epilogue's load of `leaf`; `masked=False` where the tiles divide N (a vector along N needs no mask)."""
+def _gemm_load(leaf: _Leaf, masked: bool = True, along_n: str = "[None, :]") -> str:
+    """The epilogue's load of `leaf`; `masked=False` where the tiles divide N (a vector along N needs no mask);
+    `along_n` places a vector along N in the tile (its columns in the GEMM's, its rows in the convolution's)."""
     if leaf.mode == "scalar":
         leaf.prepare = _prepare(leaf, "out_shape")
         return f"{leaf.var} = tl.load({leaf.arg}).to(tl.float32)"
     if leaf.mode == "col":
         leaf.prepare = _prepare(leaf, "out_shape")
         mask = ", mask=rn < N, other=0.0" if masked else ""
-        return f"{leaf.var} = tl.load({leaf.arg} + rn{mask}).to(tl.float32)[None, :]"
+        return f"{leaf.var} = tl.load({leaf.arg} + rn{mask}).to(tl.float32){along_n}"
     leaf.prepare = _prepare(leaf, "out_shape")
     return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
