@@ -3,11 +3,13 @@
 What it emits (templates under `kforge/data/engine/triton/`):
 
 - no heavy op: one fused kernel for the whole epilogue. Pointwise chains use `pointwise.py.j2` (a fast kernel
-  for contiguous operands of the output's shape and parameters, and a strided one for any broadcasting and any
-  shape: the output is tiled as rows x cols); a chain with one reduction or row
+  for contiguous operands of the output's shape and parameters: one flat block when no operand is indexed by
+  position, else rows x cols tiles; and a strided one for any broadcasting and any shape: the output is tiled
+  as rows x cols); a chain with one reduction or row
   normalization (sum, mean, amax, amin, logsumexp, softmax, log_softmax, layer_norm over the last or a middle
   dim) uses `rows.py.j2`: the pointwise work before the reduction is done while loading its tiles, the work
-  after it while storing;
+  after it while storing; a last-dim row up to `ROW_MAX` long is read once and held (one pass), a longer one
+  walked in blocks;
 - `linear`, `matmul` by a 2-D right operand, `bmm` (or 3-D `matmul`): a generated GEMM (`_gemm.j2`: tiled
   `tl.dot`, masked edges, grouped tile order, batch on the second grid axis; a product by a parameter gets
   the fixed form, its sizes constants of the kernel). A pointwise epilogue is
