@@ -56,6 +56,34 @@ def get_init_inputs():
 '''
 
 
+DEPTHWISE2D = '''"""A depthwise 3x3 conv2d (one channel a group), then SiLU."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(6, 6, 3, padding=1, groups=6, bias=False)
+
+    def forward(self, x):
+        return F.silu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 6, 5, 7)]
+
+
+def get_input_variants():
+    return [[torch.randn(1, 6, 1, 1)]]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
 def _variants(problem: Path, vendor_gemm: bool = False, limit: int = 24) -> list[Variant]:
     return list(propose(load_problem(problem), "triton", vendor_gemm=vendor_gemm, limit=limit).variants)
 
@@ -89,6 +117,15 @@ def test_a_full_conv1d_falls_out_of_the_same_template(tmp_path: Path) -> None:
     [variant] = _variants(problem, limit=1)
     assert "_fused[grid](x, p_conv_weight, p_conv_bias, out, M, width," in variant.source
     assert " H," not in variant.source  # one spatial dim: no rows in the kernel
+    _judge(tmp_path, problem, variant)
+
+
+def test_a_depthwise_conv2d_is_tiled_narrow_first(tmp_path: Path) -> None:
+    problem = tmp_path / "depthwise2d.py"
+    problem.write_text(DEPTHWISE2D)
+    [variant] = _variants(problem, limit=1)
+    # One channel a group: the narrowest tile tl.dot allows, one tile a group.
+    assert variant.config["BLOCK_N"] == 16 and "GROUP_N: tl.constexpr = 1, TILES_G: tl.constexpr = 1" in variant.source
     _judge(tmp_path, problem, variant)
 
 

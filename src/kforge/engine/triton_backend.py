@@ -764,10 +764,14 @@ def _conv_refusal(program: Program, heavy: Node) -> str | None:
 
 def _conv_tiles(program: Program, heavy: Node) -> list[tuple[int, int, int, int, int]]:
     """`_CONV_TILES` ordered for the convolution's output on the main input set (pixels x channels per group,
-    once per group)."""
+    once per group); tiles no wider than a group's channels need (16 at least: `tl.dot`'s least) before wider
+    ones, whose extra channels are computed and thrown away (a depthwise conv2d has one channel a group)."""
     groups = int(heavy.attr("groups", 1))
     channels = program.shape(str(heavy.value_args[1]))[0]
-    return _by_fill(_CONV_TILES, math.prod(heavy.shape) // max(channels, 1), channels // groups, groups)
+    group_n = channels // groups
+    needed = max(16, 1 << max(group_n - 1, 0).bit_length())
+    tiles = sorted(_CONV_TILES, key=lambda tile: tile[1] > needed)
+    return _by_fill(tiles, math.prod(heavy.shape) // max(channels, 1), group_n, groups)
 
 
 def _conv_fixed(program: Program, heavy: Node, config: Config) -> dict[str, Any]:
