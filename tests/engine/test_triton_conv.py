@@ -99,10 +99,14 @@ def _judge(tmp_path: Path, problem: Path, variant: Variant) -> None:
     assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}\n{variant.source}"
 
 
-def _conv1d(tmp_path: Path) -> Path:
-    path = tmp_path / "conv1d_gelu.py"
-    path.write_text(CONV1D)
+def _written(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
     return path
+
+
+def _conv1d(tmp_path: Path) -> Path:
+    return _written(tmp_path, "conv1d_gelu", CONV1D)
 
 
 @pytest.mark.parametrize("name", sorted(CONV2D))
@@ -121,8 +125,7 @@ def test_a_full_conv1d_falls_out_of_the_same_template(tmp_path: Path) -> None:
 
 
 def test_a_depthwise_conv2d_is_tiled_narrow_first(tmp_path: Path) -> None:
-    problem = tmp_path / "depthwise2d.py"
-    problem.write_text(DEPTHWISE2D)
+    problem = _written(tmp_path, "depthwise2d", DEPTHWISE2D)
     [variant] = _variants(problem, limit=1)
     # One channel a group: the narrowest tile tl.dot allows, one tile a group.
     assert variant.config["BLOCK_N"] == 16 and "GROUP_N: tl.constexpr = 1, TILES_G: tl.constexpr = 1" in variant.source
@@ -191,9 +194,12 @@ def test_every_generated_convolution_comes_before_the_vendor_variants() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("problem", [EXAMPLE, *CONV2D.values()], ids=lambda path: path.stem)
-def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Path) -> None:
+@pytest.mark.parametrize("problem", [EXAMPLE, *CONV2D.values(), CONV1D, DEPTHWISE2D],
+                         ids=["example", *CONV2D, "conv1d", "depthwise2d"])
+def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Path | str) -> None:
     # The interpreter checks the arithmetic; only the GPU compiles the kernels (tl.dot layouts, precisions).
+    if isinstance(problem, str):
+        problem = _written(tmp_path, "problem", problem)
     for variant in _variants(problem, limit=4):
         path = tmp_path / "solution.py"
         path.write_text(variant.source)
