@@ -235,7 +235,7 @@ def test_a_convolution_by_a_weight_that_is_no_parameter_needs_the_vendor_policy(
         inputs=(_x((2, 3, 16), (True, False, True)), TensorSpec("w", (4, 3, 3))), params=(),
         heavy=_n("c", "conv1d", ("x", "w"), (2, 4, 14), stride=(1,), padding=(0,), dilation=(1,), groups=1),
         nodes=(_n("out", "relu", ("c",), (2, 4, 14)),), outputs=("out",))
-    with pytest.raises(Unsupported, match="not a parameter.*--allow-vendor-gemm"):
+    with pytest.raises(Unsupported, match=r"not a parameter.*--allow-vendor-gemm"):
         variants(program, "")
     [(config, source)] = variants(program, "", vendor_gemm=True, limit=1)
     assert config["vendor"] is True and "F.conv1d(in_x, in_w, stride=(1,)" in source
