@@ -187,10 +187,11 @@ def test_a_weight_that_is_no_parameter_is_refused_in_one_line_then_left_to_the_v
     assert found and all(v.config.get("vendor") for v in found)
 
 
-def test_every_generated_convolution_comes_before_the_vendor_variants() -> None:
-    kinds = [bool(v.config.get("vendor")) for v in _variants(EXAMPLE, vendor_gemm=True, limit=40)]
-    assert kinds[0] is False and True in kinds
-    assert kinds == sorted(kinds), "a vendor variant before a generated one"
+def test_generated_and_vendor_convolutions_are_offered_in_turn() -> None:
+    kinds = [bool(v.config.get("vendor")) for v in _variants(EXAMPLE, vendor_gemm=True, limit=12)]
+    # A run that judges only a dozen variants still measures both kinds, the generated one first.
+    assert kinds[:4] == [False, True, False, True]
+    assert 4 <= kinds.count(True) <= 8
 
 
 @pytest.mark.gpu

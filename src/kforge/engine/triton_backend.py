@@ -176,10 +176,8 @@ class _Lowering:
             generated = () if refusal else self.conv_offers(heavy)
         if vendor_gemm:
             vendor = self.fused_offers(self.split(heavy_python=self.vendor_call(heavy)), {"vendor": True})
-        if heavy.op in ("conv1d", "conv2d"):  # every generated convolution first, the vendor's after
-            yield from itertools.chain(generated, vendor)
-            return
-        # Taken in turn, so that a caller asking for a few variants still gets both kinds.
+        # Taken in turn, the generated kind first, so that a caller judging a few variants (the pipeline's
+        # default is 12) still measures both kinds and keeps the faster.
         for pair in itertools.zip_longest(generated, vendor):
             yield from (offer for offer in pair if offer is not None)
 
