@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 
 from kforge.verify.evaluate import EvalOptions, TimingSettings
 from kforge.verify.policy import Policy
+from kforge.verify.sandbox import WorkerPool
 
 TESTS = Path(__file__).parent
 PROBLEMS = TESTS / "problems"
@@ -27,6 +29,13 @@ def fast_options(**changes: object) -> EvalOptions:
 
 POLICY_OFF = Policy(static_checks=False, dynamic_checks=False)
 STATIC_OFF = Policy(static_checks=False)
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    """Workers started ahead, so each evaluation skips Python's and torch's start-up (never reused)."""
+    with WorkerPool(spares=1) as workers:
+        yield workers
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,6 +18,7 @@ import pytest
 from kforge.engine.propose import propose
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
+from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Outcome
 from tests.conftest import fast_options
 
@@ -198,13 +199,14 @@ def test_a_pointwise_chain_indexing_no_operand_by_position_is_one_flat_block(tmp
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("name", "text"), [("rows", ROWS.format(call="torch.softmax(x * 0.5 - 1.0, dim=-1)")),
-                                            ("norm", NORM), ("flat", FLAT)])
-def test_held_walked_and_flat_kernels_compile_and_are_correct_on_the_gpu(tmp_path: Path, name: str,
-                                                                         text: str) -> None:
+                                            ("norm", NORM), ("flat", FLAT)], ids=["rows", "norm", "flat"])
+def test_held_walked_and_flat_kernels_compile_and_are_correct_on_the_gpu(tmp_path: Path, name: str, text: str,
+                                                                         pool: WorkerPool) -> None:
     # The interpreter checks the arithmetic; only the GPU compiles the kernels (a held row of 16384 at 16 warps).
     problem = _problem(tmp_path, name, text)
     for index, (config, source) in enumerate(_variants(problem)[:3]):
         solution = problem.with_name(f"{name}_{index}_solution.py")
         solution.write_text(source)
-        verdict = evaluate(problem, solution, fast_options(platform="cuda", language="triton", trials=1))
+        verdict = evaluate(problem, solution, fast_options(platform="cuda", language="triton", trials=1),
+                           pool=pool)
         assert verdict.verdict == Outcome.CORRECT, f"{config}: {verdict.reason}"

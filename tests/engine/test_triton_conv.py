@@ -18,6 +18,7 @@ from kforge.engine.tune import Variant
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
 from kforge.verify.policy import Policy
+from kforge.verify.sandbox import WorkerPool
 from kforge.verify.static_check import check_source
 from kforge.verify.verdict import Outcome
 from tests.conftest import EXAMPLES, PROBLEMS, fast_options
@@ -197,12 +198,15 @@ def test_generated_and_vendor_convolutions_are_offered_in_turn() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("problem", [EXAMPLE, *CONV2D.values(), CONV1D, DEPTHWISE2D],
                          ids=["example", *CONV2D, "conv1d", "depthwise2d"])
-def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Path | str) -> None:
+def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Path | str,
+                                                     pool: WorkerPool) -> None:
     # The interpreter checks the arithmetic; only the GPU compiles the kernels (tl.dot layouts, precisions).
+    # The example's first four tiles; the other problems' first two (each tile costs a Triton compile).
+    limit = 4 if problem == EXAMPLE else 2
     if isinstance(problem, str):
         problem = _written(tmp_path, "problem", problem)
-    for variant in _variants(problem, limit=4):
+    for variant in _variants(problem, limit=limit):
         path = tmp_path / "solution.py"
         path.write_text(variant.source)
-        verdict = evaluate(problem, path, fast_options(platform="cuda", language="triton", trials=1))
+        verdict = evaluate(problem, path, fast_options(platform="cuda", language="triton", trials=1), pool=pool)
         assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}"

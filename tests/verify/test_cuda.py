@@ -8,7 +8,7 @@ Skipped without a GPU. On a GPU machine: `python -m pytest -m gpu tests/verify/t
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,13 +34,6 @@ GPU_TIMING = TimingSettings(warmup_ms=0.01, rep_ms=0.01, min_reps=20, max_reps=2
 
 
 Judge = Callable[..., Verdict]
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[WorkerPool]:
-    """Workers started ahead, so each evaluation skips Python's and torch's start-up (never reused)."""
-    with WorkerPool(spares=1) as workers:
-        yield workers
 
 
 @pytest.fixture
