@@ -14,6 +14,7 @@ import torch
 
 from kforge.engine import ir
 from kforge.engine.ir import Node, Program, TensorSpec, make_attrs
+from kforge.engine.propose import propose
 from kforge.engine.triton_backend import Unsupported, variants
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
@@ -221,6 +222,15 @@ def test_a_reduction_after_a_gemm_runs_in_its_own_fused_kernel() -> None:
     found = variants(PROGRAMS["linear_softmax"], _source("linear_softmax"))
     assert all("_gemm_kernel" in source and "tl.dot" in source and "F.linear" not in source for _, source in found)
     assert all(source.count("@triton.jit") == 2 for _, source in found)
+
+
+def test_an_epilogue_that_broadcasts_the_product_gets_its_own_kernel(tmp_path: Path) -> None:
+    # relu(fc(x) + y) with y of (3, M, N): the GEMM's tiles hold M x N, the output 3 x M x N, so the epilogue
+    # cannot ride on the accumulator's one store; the bare GEMM is followed by a fused kernel.
+    found = propose(load_problem(FOLDER / "linear_broadcast_add.py"), "triton", limit=2).variants
+    for variant in found:
+        assert "_gemm_kernel" in variant.source and variant.source.count("@triton.jit") == 2
+        _judge(tmp_path, "linear_broadcast_add", variant.source)
 
 
 def test_prepared_values_are_computed_by_their_own_kernels_each_call() -> None:

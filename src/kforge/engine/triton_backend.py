@@ -162,7 +162,10 @@ class _Lowering:
         vendor: Iterable[tuple[Config, Any]] = ()
         if gemm and generated_gemm:
             split = self.split(heavy_python=None)
-            if all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
+            # The epilogue rides on the GEMM's tiles only when it is pointwise and keeps the product's shape (an
+            # operand broadcasting the product to more elements would leave the store too small).
+            if self.program.shape(self.resolve(split, self.output.name)) == heavy.shape \
+                    and all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
                 generated = self.gemm_offers(split)
             else:
                 generated = self.gemm_then_fused_offers(heavy)
