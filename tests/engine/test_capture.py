@@ -64,6 +64,23 @@ def test_an_unsupported_operation_is_named_in_one_line() -> None:
     assert message == "builtin engine: cannot lower aten.cumsum; configure a model with --model"
 
 
+@pytest.mark.parametrize(("forward", "inputs", "message"), [
+    ("return x[idx] * 2.0", "[torch.randn(8, 4), torch.randint(0, 8, (3,))]",
+     "cannot lower the value idx of dtype torch.int64;"),
+    ("return (x * idx).sum()", "[torch.randn(8, 4), torch.randn(8, 4)]", "cannot lower a reduction over all dims;"),
+], ids=["integer_input", "full_reduction"])
+def test_what_is_no_operation_is_named_without_an_aten_prefix(tmp_path: Path, forward: str, inputs: str,
+                                                                message: str) -> None:
+    path = tmp_path / "problem.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    f"    def forward(self, x, idx):\n        {forward}\n\n"
+                    f"def get_inputs():\n    return {inputs}\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(LoweringError) as caught:
+        capture(load_problem(path))
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_training_mode_dropout_is_not_lowered(tmp_path: Path) -> None:
     path = tmp_path / "dropout.py"
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"

@@ -28,8 +28,10 @@ class LoweringError(ValueError):
     """The reference uses something the engine cannot lower; the message is one line for the user."""
 
 
-def cannot_lower(what: str) -> LoweringError:
-    return LoweringError(f"builtin engine: cannot lower aten.{what}; configure a model with --model")
+def cannot_lower(what: str, *, op: bool = True) -> LoweringError:
+    """The one-line refusal: `what` is an aten op's name (with a detail after it), or, with `op=False`, a
+    description of something else (a value, a kind of forward)."""
+    return LoweringError(f"builtin engine: cannot lower {'aten.' if op else ''}{what}; configure a model with --model")
 
 
 @dataclass(frozen=True)
@@ -175,14 +177,14 @@ class _Lowerer:
     def _meta(self, name: str) -> tuple[ir.Shape, str, tuple[bool, ...]]:
         main = self.shapes[0].get(name)
         if not (isinstance(main, tuple) and len(main) == 2 and isinstance(main[1], torch.dtype)):
-            raise cannot_lower(f"{name} (not a tensor)")
+            raise cannot_lower(f"the value {name} (not a tensor)", op=False)
         shape = main[0]
         static = tuple(all(len(s[name][0]) == len(shape) and s[name][0][d] == shape[d] for s in self.shapes)
                        for d in range(len(shape)))
         try:
             return shape, ir.dtype_name(main[1]), static
         except ir.IRError:
-            raise cannot_lower(f"{name} of dtype {main[1]}") from None
+            raise cannot_lower(f"the value {name} of dtype {main[1]}", op=False) from None
 
     def _emit(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
         shape, dtype, static = self._meta(fx_node.name)
@@ -204,7 +206,7 @@ class _Lowerer:
         if path not in self.params:
             tensor = _attribute(self.model, path)
             if not isinstance(tensor, torch.Tensor):
-                raise cannot_lower(f"{path} (not a tensor attribute)")
+                raise cannot_lower(f"the attribute {path} (not a tensor)", op=False)
             self.params[path] = ir.TensorSpec(path, tuple(tensor.shape), ir.dtype_name(tensor.dtype))
         return path
 
@@ -285,10 +287,10 @@ class _Lowerer:
     def _dim(self, source: Any, dim: Any) -> int:
         if isinstance(dim, (list, tuple)):
             if len(dim) != 1:
-                raise cannot_lower("reduction over several dims")
+                raise cannot_lower("a reduction over several dims", op=False)
             dim = dim[0]
         if not isinstance(dim, int):
-            raise cannot_lower("reduction over all dims")
+            raise cannot_lower("a reduction over all dims", op=False)
         rank = len(self._meta(source.name)[0]) if isinstance(source, torch.fx.Node) else 0
         return dim % rank if rank else dim
 
@@ -444,7 +446,7 @@ class _Lowerer:
         for spec in (*self.inputs, *self.params.values(), *self.nodes, *((self.heavy,) if self.heavy else ())):
             if spec.name == name:
                 return spec.shape
-        raise cannot_lower(f"{name} (unknown value)")
+        raise cannot_lower(f"the value {name} (unknown)", op=False)
 
     def _getitem(self, node: torch.fx.Node, base: Any, index: Any) -> Any:
         if isinstance(base, tuple) and len(base) == 2 and base[0] == "shape":

@@ -236,7 +236,8 @@ class _Renderer:
         program = self.program
         for value in (*program.inputs, *program.params, *program.all_nodes()):
             if value.dtype != "float32" and value.shape != ():
-                raise cannot_lower(f"{value.name} in {value.dtype} (the C++ backend computes in float32)")
+                raise cannot_lower(f"the value {value.name} in {value.dtype} (the C++ backend computes in float32)",
+                                   op=False)
         red = lowered.reduction
         epilogue = bool(lowered.pre or lowered.post or red)
         roots = [spec.name for spec in program.inputs] + [spec.name for spec in program.params] + \

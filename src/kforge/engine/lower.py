@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kforge.engine import ir
-from kforge.engine.capture import LoweringError, cannot_lower
+from kforge.engine.capture import cannot_lower
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,7 @@ class Plan:
 def plan(program: ir.Program) -> Plan:
     """Split `program`'s epilogue for one fused kernel; LoweringError when it has another structure."""
     if len(program.outputs) != 1:
-        raise LoweringError("builtin engine: cannot lower a forward with several outputs; "
-                            "configure a model with --model")
+        raise cannot_lower("a forward with several outputs", op=False)
     roots = {spec.name for spec in (*program.inputs, *program.params)} | {n.name for n in program.prepared}
     if program.heavy is not None:
         roots.add(program.heavy.name)
@@ -97,12 +96,12 @@ def plan(program: ir.Program) -> Plan:
         spec = program.spec(output)
         leaves[output] = Leaf(output, output, (), spec.shape, spec.static)
     if output in scalar_names:
-        raise cannot_lower("a forward that returns a scalar computed from sizes")
+        raise cannot_lower("a forward that returns a scalar computed from sizes", op=False)
     _check_single_reduction_structure(pre, reduction, post, leaves, output)
     iter_shape = program.shape(reduction.args[0]) if reduction is not None and isinstance(reduction.args[0], str) \
         else program.shape(output)
     if not iter_shape:
-        raise cannot_lower("a 0-d output")
+        raise cannot_lower("a 0-d output", op=False)
     used = {arg for node in (*pre, *post, *((reduction,) if reduction else ())) for arg in node.value_args}
     used.add(output)
     return Plan(program, tuple(leaf for leaf in leaves.values() if leaf.name in used), tuple(scalars), tuple(pre),
@@ -123,4 +122,4 @@ def _check_single_reduction_structure(pre: list[ir.Node], reduction: ir.Node | N
             if any(arg in pre_names for arg in node.value_args):
                 raise cannot_lower(f"{node.op} (mixing values from before and after a reduction)")
     if pre and output in pre_names:
-        raise cannot_lower("a forward whose output does not depend on its reduction")
+        raise cannot_lower("a forward whose output does not depend on its reduction", op=False)
