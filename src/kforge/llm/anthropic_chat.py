@@ -9,8 +9,8 @@ from typing import Any
 import anthropic
 
 from kforge.llm.base import ModelSpec, ProviderChatModel, Reply
-from kforge.llm.errors import LLMError, MissingAPIKey
-from kforge.llm.messages import DeltaCallback, ImagePart, Message, Usage
+from kforge.llm.errors import MissingAPIKey
+from kforge.llm.messages import DeltaCallback, ImagePart, Message, Usage, wire_message
 from kforge.llm.prices import PriceTable, load_prices
 from kforge.llm.retry import RetryPolicy
 from kforge.llm.sdk_errors import (
@@ -18,7 +18,7 @@ from kforge.llm.sdk_errors import (
     SdkExceptions,
     malformed,
     public_url,
-    translate,
+    translating,
     truncated_stream,
 )
 
@@ -66,7 +66,7 @@ class AnthropicChatModel(ProviderChatModel):
         params: dict[str, Any] = {
             "model": self.spec.model,
             "max_tokens": max_tokens,
-            "messages": [_wire_message(m) for m in messages if m.role != "system"],
+            "messages": [wire_message(m, _wire_part) for m in messages if m.role != "system"],
         }
         # The Messages API takes the system prompt beside the turns, not as one of them.
         system = "\n\n".join(_system_text(m) for m in messages if m.role == "system")
@@ -76,17 +76,11 @@ class AnthropicChatModel(ProviderChatModel):
             # Through extra_body: recent SDK releases dropped the `temperature` argument, yet the API and
             # compatible servers still take the field.
             params["extra_body"] = {"temperature": temperature}
-        try:
-            if on_delta is None:
-                return self._reply(self._client.messages.create(**params))
-            return self._read_stream(self._client.messages.create(**params, stream=True), on_delta)
-        except LLMError:
-            raise
-        except Exception as err:
-            error = translate(err, _SDK, self._context)
-            if error is None:
-                raise
-            raise error from err
+        create = self._client.messages.create
+        if on_delta is None:
+            return self._reply(translating(lambda: create(**params), _SDK, self._context))
+        stream = translating(lambda: create(**params, stream=True), _SDK, self._context)
+        return translating(lambda: self._read_stream(stream, on_delta), _SDK, self._context)
 
     def _reply(self, message: Any) -> Reply:
         content = getattr(message, "content", None)
@@ -137,12 +131,6 @@ def _system_text(message: Message) -> str:
     if any(isinstance(p, ImagePart) for p in message.parts):
         raise ValueError("the Messages API takes no images in the system prompt; put them in a user turn")
     return message.text
-
-
-def _wire_message(message: Message) -> dict[str, Any]:
-    if isinstance(message.content, str):
-        return {"role": message.role, "content": message.content}
-    return {"role": message.role, "content": [_wire_part(p) for p in message.content]}
 
 
 def _wire_part(part: Any) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -87,3 +87,11 @@ class Completion(BaseModel):
     cost_usd: float | None = Field(default=None, description="None when the model has no price")
     cached: bool = False
     stop_reason: str | None = Field(default=None, description="as the provider says it: stop, length, end_turn...")
+
+
+def wire_message(message: Message, wire_part: Callable[[TextPart | ImagePart], dict[str, Any]]) -> dict[str, Any]:
+    """A message as both Chat Completions and Messages take it: plain text, or a list of parts that `wire_part`
+    spells in the provider's own format."""
+    if isinstance(message.content, str):
+        return {"role": message.role, "content": message.content}
+    return {"role": message.role, "content": [wire_part(part) for part in message.content]}

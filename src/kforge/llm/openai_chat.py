@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import openai
 
 from kforge.llm.base import ModelSpec, ProviderChatModel, Reply
-from kforge.llm.errors import LLMError, MissingAPIKey
-from kforge.llm.messages import DeltaCallback, ImagePart, Message, Usage
+from kforge.llm.errors import MissingAPIKey
+from kforge.llm.messages import DeltaCallback, ImagePart, Message, Usage, wire_message
 from kforge.llm.prices import PriceTable, load_prices
 from kforge.llm.retry import RetryPolicy
 from kforge.llm.sdk_errors import (
@@ -20,7 +20,7 @@ from kforge.llm.sdk_errors import (
     SdkExceptions,
     malformed,
     public_url,
-    translate,
+    translating,
     truncated_stream,
 )
 
@@ -71,23 +71,17 @@ class OpenAIChatModel(ProviderChatModel):
     ) -> Reply:
         params: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": [_wire_message(m) for m in messages],
+            "messages": [wire_message(m, _wire_part) for m in messages],
             self._max_tokens_field: max_tokens,
         }
         if temperature is not None:
             params["temperature"] = temperature
-        try:
-            if on_delta is None:
-                return self._reply(self._client.chat.completions.create(**params))
-            stream = self._client.chat.completions.create(**params, stream=True, stream_options={"include_usage": True})
-            return self._read_stream(stream, on_delta)
-        except LLMError:
-            raise
-        except Exception as err:
-            error = translate(err, _SDK, self._context)
-            if error is None:
-                raise
-            raise error from err
+        create = self._client.chat.completions.create
+        if on_delta is None:
+            return self._reply(translating(lambda: create(**params), _SDK, self._context))
+        stream = translating(lambda: create(**params, stream=True, stream_options={"include_usage": True}),
+                             _SDK, self._context)
+        return translating(lambda: self._read_stream(stream, on_delta), _SDK, self._context)
 
     def _reply(self, response: Any) -> Reply:
         choices = getattr(response, "choices", None)
@@ -118,12 +112,6 @@ class OpenAIChatModel(ProviderChatModel):
         if stop_reason is None:
             raise truncated_stream(self._context)
         return Reply(text="".join(text), usage=usage, model=model, stop_reason=stop_reason)
-
-
-def _wire_message(message: Message) -> dict[str, Any]:
-    if isinstance(message.content, str):
-        return {"role": message.role, "content": message.content}
-    return {"role": message.role, "content": [_wire_part(p) for p in message.content]}
 
 
 def _wire_part(part: Any) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import email.utils
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from kforge.llm.errors import (
@@ -63,6 +64,22 @@ def truncated_stream(ctx: CallContext) -> ServerUnreachable:
 
 def malformed(ctx: CallContext, what: str) -> MalformedResponse:
     return MalformedResponse(f"{ctx.where}: malformed reply, {what}")
+
+
+_T = TypeVar("_T")
+
+
+def translating(call: Callable[[], _T], sdk: SdkExceptions, ctx: CallContext) -> _T:
+    """`call()`, with whatever SDK exception it raises turned into its `LLMError` (others pass through)."""
+    try:
+        return call()
+    except LLMError:
+        raise
+    except Exception as err:
+        error = translate(err, sdk, ctx)
+        if error is None:
+            raise
+        raise error from err
 
 
 def translate(err: BaseException, sdk: SdkExceptions, ctx: CallContext) -> LLMError | None:
