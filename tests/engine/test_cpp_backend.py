@@ -5,14 +5,22 @@ of ops.toml against the reference (unary_zoo uses them all)."""
 from __future__ import annotations
 
 import ast
+import ctypes
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
-from kforge.engine import cpp_backend
+from kforge.engine import cpp_backend, ir
 from kforge.engine.capture import LoweringError, capture
 from kforge.engine.simplify import simplify
 from kforge.problem import load_problem
+from kforge.templating import template_environment
 from kforge.verify.evaluate import evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.static_check import check_source
@@ -80,3 +88,127 @@ def test_generated_solutions_are_correct_in_the_harness(path: Path, tmp_path: Pa
     solution.write_text(source)
     verdict = evaluate(path, solution, fast_options(measure=False))
     assert verdict.correct, verdict.reason
+
+
+# The branch-free math of common.cpp.j2, through ops.toml's spellings. The helpers are our template code, not
+# candidate code, so they are compiled here directly: common.cpp.j2 without its torch headers and one C loop
+# per op, a plain shared library built in about a second, called through ctypes.
+MATH_OPS = ("exp", "log", "log1p", "expm1", "erf", "gelu", "sin", "cos")
+CFLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17"]  # the solutions' flags, less OpenMP
+INF, NAN = float("inf"), float("nan")
+SPECIAL = [0.0, -0.0, INF, -INF, NAN, 1e-45, -1e-45, 1e-40, -1e-40, 1.1754944e-38, 1e-30, -1e-30, 1e-8, -1e-8,
+           0.5, -0.5, 1.0, -1.0, 88.7, 88.73, 89.0, -87.5, -103.0, -110.0, 3.4e38, -3.4e38]
+
+
+@dataclass(frozen=True)
+class MathLibrary:
+    library: ctypes.CDLL
+    report: str  # GCC's -fopt-info-vec-optimized lines
+    loop_lines: dict[str, int]  # op -> the source line of its loop
+
+    def __call__(self, op: str, *args: torch.Tensor) -> torch.Tensor:
+        args = tuple(a.float().contiguous() for a in args)
+        out = torch.empty_like(args[0])
+        pointers = [ctypes.c_void_p(t.data_ptr()) for t in (*args, out)]
+        getattr(self.library, f"apply_{op}")(*pointers, ctypes.c_long(out.numel()))
+        return out
+
+
+def math_node(op: str) -> ir.Node:
+    return ir.Node("y", op, ("a", "b") if op == "pow" else ("x",), (1,))
+
+
+def math_source() -> tuple[str, dict[str, int]]:
+    common = template_environment("kforge", "data/engine/cpp").get_template("common.cpp.j2").render()
+    lines = [line for line in common.splitlines() if not re.match(r"#include <(torch|ATen)/", line)]
+    loop_lines = {}
+    for op in (*MATH_OPS, "pow"):
+        operands = ["a[i]", "b[i]"] if op == "pow" else ["x[i]"]
+        params = "".join(f"const float* {name[0]}, " for name in operands)
+        expression = cpp_backend.cpp_expression(math_node(op), operands)
+        lines.append(f'extern "C" void apply_{op}({params}float* y, long n) {{ '
+                     f"for (long i = 0; i < n; ++i) y[i] = {expression}; }}")
+        loop_lines[op] = len(lines)
+    return "\n".join(lines) + "\n", loop_lines
+
+
+def cpu_targets() -> list[str]:
+    targets = ["baseline"]
+    if platform.machine() == "x86_64" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        targets.append("x86-64-v3")  # the AVX2+FMA copy that MULTIVERSION builds
+    return targets
+
+
+@pytest.fixture(scope="module", params=cpu_targets())
+def math_library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> MathLibrary:
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("needs g++")
+    folder = tmp_path_factory.mktemp(f"math_{request.param}")
+    source, loop_lines = math_source()
+    (folder / "math.cpp").write_text(source)
+    arch = [] if request.param == "baseline" else [f"-march={request.param}"]
+    built = subprocess.run([compiler, *CFLAGS, *arch, "-shared", "-fPIC", "-fopt-info-vec-optimized", "-o",
+                            str(folder / "math.so"), str(folder / "math.cpp")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    return MathLibrary(ctypes.CDLL(str(folder / "math.so")), built.stderr, loop_lines)
+
+
+def test_every_math_spelling_vectorizes(math_library: MathLibrary) -> None:
+    scalar = [op for op, line in math_library.loop_lines.items()
+              if not re.search(rf"math\.cpp:{line}:\d+: optimized: loop vectorized", math_library.report)]
+    assert scalar == []
+
+
+def grid(low: float, high: float, count: int = 400_001) -> torch.Tensor:
+    return torch.linspace(low, high, count)
+
+
+def magnitudes() -> torch.Tensor:
+    """Every decade of the float range, both signs, denormals included."""
+    values = torch.pow(10.0, torch.linspace(-45.0, 38.5, 200_001, dtype=torch.float64)).float()
+    return torch.cat([values, -values])
+
+
+MATH_DOMAINS = {"exp": (grid(-110, 90),), "log": (grid(-1, 100),), "log1p": (grid(-1, 10), grid(-1, -0.99)),
+                "expm1": (grid(-40, 90), grid(-1, 1)), "erf": (grid(-6, 6),), "gelu": (grid(-8, 8),),
+                "sin": (grid(-100, 100), grid(-12_000, 12_000)), "cos": (grid(-100, 100), grid(-12_000, 12_000))}
+
+
+def assert_like_torch(ours: torch.Tensor, node: ir.Node, args: list[torch.Tensor], rtol: float, atol: float) -> None:
+    """NaN, inf (with its sign) where torch's float32 result has them; elsewhere within rtol, atol of the
+    exact result (torch in float64)."""
+    expected = ir.apply(node, args)
+    exact = ir.apply(node, [a.double() for a in args])
+    assert torch.equal(ours.isnan(), expected.isnan())
+    assert torch.equal(ours.isinf(), expected.isinf())
+    assert torch.equal(ours[expected.isinf()], expected[expected.isinf()])
+    finite = expected.isfinite()
+    error = (ours[finite].double() - exact[finite]).abs()
+    excess = error - (atol + rtol * exact[finite].abs())
+    worst = int(excess.argmax())
+    assert excess[worst] <= 0, f"{node.op}{tuple(a[finite][worst].item() for a in args)}: error {error[worst]:.3g}"
+
+
+@pytest.mark.parametrize("op", MATH_OPS)
+def test_math_spellings_match_torch_float32(math_library: MathLibrary, op: str) -> None:
+    x = torch.cat([*MATH_DOMAINS[op], torch.tensor(SPECIAL), magnitudes()])
+    if op in ("sin", "cos"):
+        x = x[~(x.abs() > 12_000)]  # the documented range (NaN and inf kept)
+    # Bounded results are judged absolutely near their zeros (float32 itself holds no better there);
+    # the others relatively down to the smallest denormal, so tiny arguments of expm1 and log1p count.
+    atol = 2e-7 if op in ("erf", "gelu", "sin", "cos") else 3e-45
+    assert_like_torch(math_library(op, x), math_node(op), [x], rtol=4e-7, atol=atol)
+
+
+def test_pow_spelling_matches_torch_float32(math_library: MathLibrary) -> None:
+    values = torch.tensor([*SPECIAL, 2.0, -2.0, 3.0, -3.0, 0.3, 1.7, -1.7, 2.5, -2.5, 7.0, -7.0, 1e10, -1e10,
+                           8388609.0, -8388609.0, 16777216.0])
+    a, b = (t.flatten() for t in torch.meshgrid(values, values, indexing="ij"))
+    generator = torch.Generator().manual_seed(0)
+    base = torch.rand(200_000, generator=generator) * 100.0
+    exponent = torch.randn(200_000, generator=generator) * 5.0
+    a = torch.cat([a, base, -base])
+    b = torch.cat([b, exponent, exponent.round()])  # a negative base only with integer exponents
+    # e^(b ln a): the relative error grows with |b ln a|, under 1e-5 for any finite float result.
+    assert_like_torch(math_library("pow", a, b), math_node("pow"), [a, b], rtol=2e-5, atol=3e-45)
