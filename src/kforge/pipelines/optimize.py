@@ -21,6 +21,7 @@ from kforge.engine.propose import propose
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
+from kforge.pipelines.baselines import RunBaselines
 from kforge.pipelines.builtin import BuiltinRun, allows_vendor_gemm, stage_engine
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
 from kforge.pipelines.profiles import profile_candidate
@@ -136,7 +137,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
     options = request.evaluation_options()
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
             _marking_status(store, run_id):
-        evaluator = _file_evaluator(problem, options, Path(workdir), pool)
+        evaluator = _file_evaluator(problem, options, Path(workdir), pool, store, run_id, on_event)
         profiler = _candidate_profiler(problem, options, Path(workdir), pool, store, on_event)
         staged = request.pipeline == "staged"
         loop_settings = replace(request.loop, rounds=0) if staged else request.loop  # staged: a first kernel only
@@ -180,7 +181,7 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
     options = request.evaluation_options()
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
             _marking_status(store, run_id):
-        evaluator = _file_evaluator(problem, options, Path(workdir), pool)
+        evaluator = _file_evaluator(problem, options, Path(workdir), pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event)
         result = engine.run(problem, vendor_gemm=allows_vendor_gemm(options.policy))
     return OptimizeOutcome(run_id, result)
@@ -219,10 +220,15 @@ def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: Recording
                           engine=engine)
 
 
-def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path,
-                    pool: WorkerPool) -> Callable[[str], Verdict]:
+def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path, pool: WorkerPool, store: Store,
+                    run_id: int, on_event: LoopEvent | None) -> Callable[[str], Verdict]:
+    """Judges a candidate's source; every timed verdict is compared with the run's one set of baselines."""
+    baselines = RunBaselines(store, run_id, problem.path, options, pool, on_event)
+    candidate_options = baselines.candidate_options
+
     def evaluate_source(source: str) -> Verdict:
-        return evaluate(problem.path, _candidate_file(workdir, source), options, pool=pool)
+        verdict = evaluate(problem.path, _candidate_file(workdir, source), candidate_options, pool=pool)
+        return baselines.attach(verdict)
 
     return evaluate_source
 

@@ -127,6 +127,11 @@ class Store:
         self._update_run(run_id, "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", ())
         return self._get_run(run_id)
 
+    def record_baselines(self, run_id: int, baselines: Mapping[str, Any]) -> Run:
+        """Keep the reference's timings for the run (`Run.baselines`), so a resumed run compares with them too."""
+        self._update_run(run_id, "UPDATE runs SET baselines_json = ? WHERE id = ?", (_json(baselines),))
+        return self._get_run(run_id)
+
     def get_run(self, run_id: int) -> Run | None:
         row = self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
         return run_from(row) if row else None

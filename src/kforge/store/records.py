@@ -30,6 +30,7 @@ class Run:
     budgets: dict[str, Any]
     status: RunStatus
     finished: datetime | None
+    baselines: dict[str, Any] | None = None  # the reference's timings every verdict of the run is compared with
 
 
 @dataclass(frozen=True, slots=True)

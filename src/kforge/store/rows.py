@@ -27,6 +27,7 @@ def run_from(r: sqlite3.Row) -> Run:
         budgets=json.loads(r["budgets_json"]),
         status=r["status"],
         finished=_time(r["finished"]) if r["finished"] else None,
+        baselines=json.loads(r["baselines_json"]) if r["baselines_json"] else None,
     )
 
 

@@ -99,6 +99,10 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (run_id, position)
     );
     """,
+    # 4: the reference's timings (eager, torch.compile), measured once per run and shared by its verdicts.
+    """
+    ALTER TABLE runs ADD COLUMN baselines_json TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

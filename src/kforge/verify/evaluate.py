@@ -31,7 +31,7 @@ from kforge.verify.policy import Policy, judge_dispatched_ops
 from kforge.verify.sandbox import Limits, Worker, WorkerFailure, WorkerPool
 from kforge.verify.static_check import check_source
 from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, summarize
-from kforge.verify.verdict import Outcome, TimingStats, Verdict
+from kforge.verify.verdict import Baselines, Outcome, TimingStats, Verdict, speedup
 
 Progress = Callable[[str], None]
 
@@ -83,7 +83,7 @@ class _Failed(Exception):
 @dataclass
 class _Context:
     problem: Problem
-    solution: Solution
+    solution: Solution | None  # None when only the reference is timed
     platform: Platform
     options: EvalOptions
     progress: Progress
@@ -92,6 +92,11 @@ class _Context:
     @property
     def cache(self) -> Path:
         return (self.options.cache_dir or cache_dir()).expanduser()
+
+    @property
+    def candidate(self) -> Solution:
+        assert self.solution is not None, "this step needs a candidate"
+        return self.solution
 
     @cached_property
     def reference_model(self) -> torch.nn.Module:
@@ -125,7 +130,7 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     say = progress or (lambda _message: None)
     say("loading the problem")
     context = _context(problem, solution, options, say, pool, check_runs=True)
-    untimed = context.platform.untimed_reason(context.solution.language)
+    untimed = context.platform.untimed_reason(context.candidate.language)
     if untimed:
         context.options = options.model_copy(update={"measure": False})
     evaluation = _Evaluation(context)
@@ -136,6 +141,36 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
     finally:
         if pool is not None:
             pool.replenish()
+
+
+def measure_baselines(problem: str | Path, options: EvalOptions | None = None, progress: Progress | None = None,
+                      pool: WorkerPool | None = None) -> Baselines:
+    """Time the reference alone, eager and under torch.compile (as `options.baselines` lists), with the protocol
+    that times candidates, in a worker of its own. For callers judging many candidates of one problem: they
+    evaluate each without baselines and compare it with these (`Verdict.with_baselines`), so every candidate
+    meets the same figures. Raises ProblemError or PlatformError for bad input, RuntimeError when the
+    reference cannot be timed (the message says why)."""
+    options = options or EvalOptions()
+    say = progress or (lambda _message: None)
+    context = _Context(load_problem(problem, check_runs=True), None, get_platform(options.platform), options, say,
+                       pool)
+    evaluation = _Evaluation(context)
+    eager = compiled = None
+    try:
+        with evaluation.spawn_worker() as worker:
+            evaluation.ready(worker)
+            if pool is not None:
+                pool.settle()
+            if "eager" in options.baselines:
+                eager = evaluation.time_eager(worker)
+            if "compile" in options.baselines:
+                compiled = evaluation.time_compiled(worker)
+    except _Failed as failure:
+        raise RuntimeError(f"the reference could not be timed: {failure}") from None
+    finally:
+        if pool is not None:
+            pool.replenish()
+    return Baselines(eager=eager, compiled=compiled, warnings=evaluation.warnings)
 
 
 class ProfileFailed(RuntimeError):
@@ -154,7 +189,7 @@ def collect_profile(problem: str | Path, solution: str | Path, options: EvalOpti
     try:
         with evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
-            evaluation.load(worker, solution=context.solution.path, compile_model=False)
+            evaluation.load(worker, solution=context.candidate.path, compile_model=False)
             reply = evaluation.ask(worker, {"op": "profile", "seed": _TIMING_SEED, "calls": calls},
                                    options.timeout_s)
     except _Failed as failure:
@@ -184,7 +219,7 @@ class _Evaluation:
                 if self.ctx.options.measure and self.ctx.options.baselines:
                     reference_worker = self.spawn_worker()
                 self.ready(worker)
-                self.load(worker, solution=self.ctx.solution.path, compile_model=False)
+                self.load(worker, solution=self.ctx.candidate.path, compile_model=False)
                 self.check_correctness(worker)
                 if not self.ctx.options.measure:
                     return self.verdict(Outcome.CORRECT, "correct on every trial (timing skipped)")
@@ -198,7 +233,7 @@ class _Evaluation:
     # ---- steps -------------------------------------------------------------------------------------------
     def check_static(self) -> None:
         self.ctx.progress("checking the candidate's source against the policy")
-        violations = check_source(self.ctx.solution.source, self.ctx.options.policy, self.ctx.reference_ops)
+        violations = check_source(self.ctx.candidate.source, self.ctx.options.policy, self.ctx.reference_ops)
         if violations:
             first = violations[0]
             more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
@@ -284,9 +319,7 @@ class _Evaluation:
         if reference_worker is not None:
             self.ready(reference_worker)
         if reference_worker is not None and "eager" in ctx.options.baselines:
-            self.load(reference_worker, solution=None, compile_model=False)
-            ctx.progress("timing the reference (eager)")
-            eager = self.time(reference_worker, trusted=True).stats
+            eager = self.time_eager(reference_worker)
         ctx.progress("timing the candidate")
         candidate = self.time(worker, trusted=False)
         if reference_worker is not None and "compile" in ctx.options.baselines:
@@ -294,6 +327,11 @@ class _Evaluation:
         return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
                             f"{' and every input variant' if ctx.problem.variant_count() > 1 else ''}",
                             timing=candidate.stats, eager=eager, compiled=compiled)
+
+    def time_eager(self, reference_worker: Worker) -> TimingStats:
+        self.load(reference_worker, solution=None, compile_model=False)
+        self.ctx.progress("timing the reference (eager)")
+        return self.time(reference_worker, trusted=True).stats
 
     def time_compiled(self, reference_worker: Worker) -> TimingStats | None:
         self.ctx.progress("timing the reference under torch.compile (the first run compiles)")
@@ -383,9 +421,9 @@ class _Evaluation:
         compared = self.trials_run > 0 or outcome == Outcome.INCORRECT
         return Verdict(
             verdict=outcome, reason=reason, rule=rule, platform=self.ctx.platform.name,
-            language=self.ctx.solution.language, runtime_ms=runtime,
+            language=self.ctx.candidate.language, runtime_ms=runtime,
             eager_ms=eager.median_ms if eager else None, compile_ms=compiled.median_ms if compiled else None,
-            speedup_vs_eager=_ratio(eager, timing), speedup_vs_compile=_ratio(compiled, timing),
+            speedup_vs_eager=speedup(eager, timing), speedup_vs_compile=speedup(compiled, timing),
             max_abs_error=self.comparison.max_abs_error if compared else None,
             max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
             trials=self.trials_run, timing=timing, eager_timing=eager, compile_timing=compiled,
@@ -397,12 +435,6 @@ class _Evaluation:
 class _TimingResult:
     stats: TimingStats
     readings: ClockReadings
-
-
-def _ratio(baseline: TimingStats | None, candidate: TimingStats | None) -> float | None:
-    if baseline is None or candidate is None or candidate.median_ms <= 0:
-        return None
-    return baseline.median_ms / candidate.median_ms
 
 
 def _trial_seed(options: EvalOptions, trial: int) -> int:

@@ -37,6 +37,24 @@ class TimingStats(BaseModel):
         return self.iqr_ms / self.median_ms if self.median_ms > 0 else 0.0
 
 
+def speedup(baseline: TimingStats | None, candidate: TimingStats | None) -> float | None:
+    """How many times faster the candidate's median is than the baseline's; None without both."""
+    if baseline is None or candidate is None or candidate.median_ms <= 0:
+        return None
+    return baseline.median_ms / candidate.median_ms
+
+
+class Baselines(BaseModel):
+    """The reference's own timings, eager and under torch.compile, measured once for many verdicts to share
+    (`verify.evaluate.measure_baselines`): a run's candidates are then all compared with the same figures."""
+
+    model_config = ConfigDict(frozen=True)
+
+    eager: TimingStats | None = None
+    compiled: TimingStats | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
 class Verdict(BaseModel):
     """Everything the harness concluded about one candidate."""
 
@@ -66,6 +84,16 @@ class Verdict(BaseModel):
     @property
     def correct(self) -> bool:
         return self.verdict == Outcome.CORRECT.value
+
+    def with_baselines(self, baselines: Baselines) -> Verdict:
+        """This verdict compared with `baselines` instead of whatever reference timings it carried."""
+        return self.model_copy(update={
+            "eager_ms": baselines.eager.median_ms if baselines.eager else None,
+            "compile_ms": baselines.compiled.median_ms if baselines.compiled else None,
+            "eager_timing": baselines.eager, "compile_timing": baselines.compiled,
+            "speedup_vs_eager": speedup(baselines.eager, self.timing),
+            "speedup_vs_compile": speedup(baselines.compiled, self.timing),
+            "warnings": [*self.warnings, *(w for w in baselines.warnings if w not in self.warnings)]})
 
     def to_json_dict(self) -> dict[str, object]:
         data = self.model_dump(mode="json")
