@@ -42,3 +42,27 @@ def test_the_untimed_best_is_exported(tmp_path: Path) -> None:
     exported = kforge("export", str(run_id), "--db", db, "--out", tmp_path / "out")
     assert exported.returncode == 0, exported.stderr
     assert (tmp_path / "out" / "solution.py").read_text() == "class ModelNew: pass  # 1"
+
+
+@pytest.mark.parametrize("with_llm", [False, True], ids=["builtin", "llm"])
+def test_the_attempts_table_fits_80_columns_with_whole_figures(tmp_path: Path, with_llm: bool) -> None:
+    from rich.console import Console
+
+    from kforge.reports import attempts_table
+
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize", platform="cpu", language="cpp", model="builtin")
+        for number, runtime_ms in enumerate((12.3456, 0.2945)):
+            attempt = store.record_attempt(run.id, source=f"class ModelNew: pass  # {number}", language="cpp",
+                                           platform="cpu", made_by="builtin:generate")
+            usage = {"llm_usage": {"prompt_tokens": 1200, "completion_tokens": 800, "cost_usd": 0.0123}}
+            store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": runtime_ms,
+                                                 "speedup_vs_eager": 105.26, "speedup_vs_compile": 1.56,
+                                                 **(usage if with_llm else {})})
+        console = Console(width=80, record=True, color_system=None)
+        console.print(attempts_table(store, run.id))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for figure in ("12.35 ms", "0.2945 ms", "105.26x", "1.56x", "builtin", "correct"):
+        assert figure in text, text
+    assert ("2.0k $0.012" in text) is with_llm

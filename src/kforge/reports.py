@@ -28,27 +28,47 @@ def runs_table(runs: list[Run]) -> Table:
 
 
 def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table:
-    """One row per attempt: who made it, outcome, runtime, speedups, and the LLM tokens and cost behind it."""
+    """One row per attempt: who made it, outcome, runtime, speedups, and the LLM tokens and cost behind it.
+
+    Sized for an 80-column terminal: the LLM column appears only when some attempt came from an LLM (a
+    builtin engine's run has none), figures never wrap, and the maker's and outcome's names fold."""
     best = store.best_attempt(run_id)
     best_id = best.attempt.id if best else None
-    table = Table(title=title or f"run {run_id}: attempts")
-    for column in ("attempt", "made by", "round", "outcome", "runtime", "vs eager", "vs compile", "tokens", "cost"):
-        table.add_column(column, justify="right" if column not in ("made by", "outcome") else "left")
+    rows = []
     for attempt in store.attempts_of(run_id):
         evaluation = store.evaluation_of(attempt.id)
         usage = (evaluation.verdict.get("llm_usage") or {}) if evaluation else {}
-        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-        cost = usage.get("cost_usd")
         marker = " *" if attempt.id == best_id else ""
-        table.add_row(
+        rows.append((
             f"{attempt.id}{marker}", attempt.made_by, str(attempt.round),
             evaluation.outcome if evaluation else "(not evaluated)",
             _fmt(evaluation.runtime_ms if evaluation else None, " ms"),
             _fmt(evaluation.speedup_vs_eager if evaluation else None, "x", ".2f"),
             _fmt(evaluation.speedup_vs_compile if evaluation else None, "x", ".2f"),
-            str(tokens) if usage else "-", "cached" if usage.get("cached_llm") else _fmt(cost, "", ".4f"),
-        )
+            _llm_usage(usage),
+        ))
+    with_llm = any(row[7] != "-" for row in rows)
+    table = Table(title=title or f"run {run_id}: attempts", show_edge=False)
+    columns = ("#", "made by", "rnd", "outcome", "runtime", "×eager", "×compile", "LLM")
+    for column in columns if with_llm else columns[:7]:
+        text = column in ("made by", "outcome")
+        table.add_column(column, justify="left" if text else "right", no_wrap=not text, overflow="fold",
+                         min_width=7 if text else None)
+    for row in rows:
+        table.add_row(*(row if with_llm else row[:7]))
     return table
+
+
+def _llm_usage(usage: dict[str, Any]) -> str:
+    """An attempt's LLM tokens and cost in a few characters: `15.8k $0.123`, `15.8k cached`, or `-`."""
+    if not usage:
+        return "-"
+    tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+    count = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+    cost = usage.get("cost_usd")
+    if usage.get("cached_llm"):
+        return f"{count} cached"
+    return count if cost is None else f"{count} ${cost:.3f}"
 
 
 def best_line(attempt_id: int | None, runtime_ms: float | None, vs_eager: float | None = None,
