@@ -81,6 +81,22 @@ def test_what_is_no_operation_is_named_without_an_aten_prefix(tmp_path: Path, fo
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(("forward", "message"), [
+    ("return x > 0.5", "cannot lower a boolean output"),
+    ("return ((x > 0.5) + (x < -0.5)) * x", "cannot lower aten.add (with a boolean result)"),
+    ("return torch.where(x > 0.5)[0]", "cannot lower aten.where (with one argument"),
+], ids=["boolean_output", "boolean_arithmetic", "where_indices"])
+def test_booleans_are_lowered_only_as_masks(tmp_path: Path, forward: str, message: str) -> None:
+    path = tmp_path / "problem.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    f"    def forward(self, x):\n        {forward}\n\n"
+                    "def get_inputs():\n    return [torch.randn(6, 10)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(LoweringError) as caught:
+        capture(load_problem(path))
+    assert message in str(caught.value)
+
+
 def test_training_mode_dropout_is_not_lowered(tmp_path: Path) -> None:
     path = tmp_path / "dropout.py"
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"

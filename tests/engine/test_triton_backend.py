@@ -233,6 +233,15 @@ def test_an_epilogue_that_broadcasts_the_product_gets_its_own_kernel(tmp_path: P
         _judge(tmp_path, "linear_broadcast_add", variant.source)
 
 
+@pytest.mark.parametrize("name", ["masked_linear", "masked_softmax"])
+def test_comparisons_and_where_are_fused(tmp_path: Path, name: str) -> None:
+    # Masks held as 1.0/0.0 in the kernel: multiplied, cast, and selecting (a where of -inf before a softmax).
+    found = propose(load_problem(FOLDER / f"{name}.py"), "triton", limit=2).variants
+    for variant in found:
+        assert "tl.where(" in variant.source and "torch.where" not in variant.source
+        _judge(tmp_path, name, variant.source)
+
+
 def test_prepared_values_are_computed_by_their_own_kernels_each_call() -> None:
     [(_config, source)] = variants(PROGRAMS["linear_row_sum"], _source("linear_row_sum"), limit=1)
     assert "_prepare0(p_linear_weight)" in source and "_prepare1(p_linear_bias)" in source

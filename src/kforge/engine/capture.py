@@ -121,9 +121,12 @@ _BINARY_FUNCTIONS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
     torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
     torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
+    operator.gt: "gt", torch.gt: "gt", operator.ge: "ge", torch.ge: "ge", operator.lt: "lt", torch.lt: "lt",
+    operator.le: "le", torch.le: "le", operator.eq: "eq", torch.eq: "eq", operator.ne: "ne", torch.ne: "ne",
 }
 _BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
-                   "minimum": "minimum", "pow": "pow"}
+                   "minimum": "minimum", "pow": "pow", **{op: op for op in ir.COMPARE_OPS}}
+_CAST_METHODS = {"float", "to", "type_as"}  # to a float dtype (a cast to anything else is refused)
 _REFLECTED = {"radd": "add", "rsub": "sub", "rmul": "mul", "rdiv": "div", "rtruediv": "div"}
 _REDUCE_FUNCTIONS: dict[Any, str] = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
                                      torch.logsumexp: "logsumexp"}
@@ -171,6 +174,8 @@ class _Lowerer:
             value = self.env.get(item.name) if isinstance(item, torch.fx.Node) else None
             if not isinstance(value, str):
                 raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
+            if any(node.name == value and node.dtype == "bool" for node in self.nodes):
+                raise cannot_lower(f"a boolean output ({value})", op=False)
             names.append(value)
         return tuple(names)
 
@@ -188,6 +193,8 @@ class _Lowerer:
 
     def _emit(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
         shape, dtype, static = self._meta(fx_node.name)
+        if dtype == "bool" and op not in ir.COMPARE_OPS:  # kernels hold booleans as 1.0/0.0: only compare
+            raise cannot_lower(f"{op} (with a boolean result)")
         node = ir.Node(fx_node.name, op, args, shape, dtype, ir.make_attrs(**attrs), static)
         if op in ir.HEAVY_OPS:
             if self.heavy is not None or self.nodes:
@@ -227,6 +234,8 @@ class _Lowerer:
     def _lower_node(self, node: torch.fx.Node) -> Any:
         if node.op == "placeholder":
             shape, dtype, static = self._meta(node.name)
+            if dtype == "bool":
+                raise cannot_lower(f"the value {node.name} of dtype torch.bool", op=False)
             self.inputs.append(ir.TensorSpec(node.name, shape, dtype, static))
             return node.name
         if node.op == "get_attr":
@@ -313,11 +322,18 @@ class _Lowerer:
             return self._clamp(node, x, *args[1:], **kwargs)
         if name in _VIEW_METHODS:
             return self._view(node, x)
+        if name in _CAST_METHODS:
+            return self._emit(node, "cast", (x,))
+        if name == "where":  # x.where(condition, y) is torch.where(condition, x, y)
+            return self._where(node, args[1] if len(args) > 1 else kwargs["condition"],
+                               x, args[2] if len(args) > 2 else kwargs["other"])
         raise cannot_lower(name)
 
     def _function(self, node: torch.fx.Node, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if target is getattr and args[1] == "shape":
             return ("shape", args[0])
+        if target is getattr and args[1] in ("dtype", "device"):  # only ever an argument of a cast
+            return (args[1], args[0])
         if target is operator.getitem:
             return self._getitem(node, args[0], args[1])
         if target in _HEAVY_FUNCTIONS:
@@ -361,6 +377,10 @@ class _Lowerer:
             return self._layer_norm(node, args[0], normalized, weight, bias, eps)
         if target in _VIEW_FUNCTIONS:
             return self._view(node, args[0])
+        if target is torch.where:
+            if len(args) != 3:
+                raise cannot_lower("where (with one argument: the indices of a condition)")
+            return self._where(node, *args)
         if target is F.dropout:
             training = args[2] if len(args) > 2 else kwargs.get("training", True)
             p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
@@ -388,6 +408,15 @@ class _Lowerer:
         if all(isinstance(v, float) or self._is_scalar(v) for v in (a, b)):
             return self._scalar(node, op, (a, b))
         return self._emit(node, op, (a, b))
+
+    def _where(self, node: torch.fx.Node, condition: Any, a: Any, b: Any) -> str:
+        if not isinstance(condition, str):
+            raise cannot_lower("where (with a condition that is no tensor)")
+        a = float(a) if isinstance(a, (int, float)) else a
+        b = float(b) if isinstance(b, (int, float)) else b
+        if not all(isinstance(v, (str, float)) for v in (a, b)):
+            raise cannot_lower("where (of non-tensor operands)")
+        return self._emit(node, "where", (condition, a, b))
 
     def _is_scalar(self, value: Any) -> bool:
         return isinstance(value, str) and any(n.name == value and n.shape == () and n.dtype == "float64"

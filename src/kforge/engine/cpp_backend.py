@@ -82,6 +82,8 @@ def cpp_expression(node: ir.Node, operands: list[str]) -> str:
         return str(table["unary"][node.op].format(*operands, **{k: literal(v) for k, v in attrs.items()}))
     if node.op in table["binary"]:
         return str(table["binary"][node.op].format(*operands))
+    if node.op in table["ternary"]:
+        return str(table["ternary"][node.op].format(*operands))
     raise cannot_lower(node.op)
 
 
@@ -235,7 +237,8 @@ class _Renderer:
         lowered = self.plan
         program = self.program
         for value in (*program.inputs, *program.params, *program.all_nodes()):
-            if value.dtype != "float32" and value.shape != ():
+            # Booleans (comparisons' results inside the epilogue) are held as 1.0f/0.0f.
+            if value.dtype not in ("float32", "bool") and value.shape != ():
                 raise cannot_lower(f"the value {value.name} in {value.dtype} (the C++ backend computes in float32)",
                                    op=False)
         red = lowered.reduction

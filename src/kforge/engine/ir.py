@@ -7,7 +7,8 @@ A `Program` is what capture produces, simplification rewrites and the backends (
   (`"linear.weight"`); the generated `ModelNew` creates them exactly as the reference does;
 - `prepared`: nodes computed once at construction from params only (e.g. a weight summed over its rows);
 - `heavy`: at most one GEMM or convolution (`HEAVY_OPS`), whose operands are inputs, params or prepared;
-- `nodes`: the epilogue, a DAG in topological order of pointwise ops (`UNARY_OPS`, `BINARY_OPS`, `clamp`),
+- `nodes`: the epilogue, a DAG in topological order of pointwise ops (`UNARY_OPS`, `BINARY_OPS` with the
+  comparisons `COMPARE_OPS`, whose results are booleans, and `where(condition, a, b)`),
   reductions over one dim (`REDUCE_OPS`), row-wise normalizations over one dim (`ROW_OPS`) and views
   (`VIEW_OPS`) of inputs, params or the heavy output;
 - `outputs`: the names of the values `forward` returns, in order.
@@ -22,6 +23,7 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
 
 - reductions: `dim` (int, non-negative), `keepdim` (bool);
 - `softmax`/`log_softmax`: `dim`; `layer_norm`: `dim` (the last), `eps`, args `(x[, weight[, bias]])`;
+- `cast`: none (the node's dtype is the target, a float dtype);
 - `clamp`: `min`, `max` (float or None); `leaky_relu`: `negative_slope`; `elu`: `alpha`;
   `softplus`: `beta`, `threshold`; `pow` with a float exponent is a binary op with a float arg;
 - `linear`: args `(x, weight[, bias])`; `matmul`/`bmm`: args `(a, b)`;
@@ -45,6 +47,7 @@ Example: `y = gelu_tanh(x @ W.T + b) * 0.5` with x (8, 16) and `nn.Linear(16, 32
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,17 +58,21 @@ import torch.nn.functional as F
 Arg = str | float
 Shape = tuple[int, ...]
 
-DTYPES = ("float32", "float64", "float16", "bfloat16")
+# bool only for comparisons' results inside an epilogue (kernels hold them as 1.0/0.0), never for an input,
+# parameter or output.
+DTYPES = ("float32", "float64", "float16", "bfloat16", "bool")
 HEAVY_OPS = ("linear", "matmul", "bmm", "conv1d", "conv2d")
 UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos",
              "erf", "sigmoid", "tanh", "relu", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu",
-             "elu", "hardsigmoid", "hardswish", "clamp")
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+             "elu", "hardsigmoid", "hardswish", "clamp", "cast")
+COMPARE_OPS = ("gt", "ge", "lt", "le", "eq", "ne")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", *COMPARE_OPS)
+TERNARY_OPS = ("where",)
 REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
 ROW_OPS = ("softmax", "log_softmax", "layer_norm")
 VIEW_OPS = ("view", "slice")
 SCALAR_OPS = ("size",)
-POINTWISE_OPS = UNARY_OPS + BINARY_OPS
+POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
 ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS
 
 
@@ -200,7 +207,7 @@ def validate(program: Program) -> None:
 # ---- the reference interpreter ------------------------------------------------------------------------------
 
 _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-                 "bfloat16": torch.bfloat16}
+                 "bfloat16": torch.bfloat16, "bool": torch.bool}
 
 
 def torch_dtype(dtype: str) -> torch.dtype:
@@ -237,6 +244,8 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
         if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
             raise IRError(f"node {node.name!r}: a binary op needs at least one tensor")
         return _BINARY[op](a, b)
+    if op == "where":
+        return _where(*args)
     if op in REDUCE_OPS:
         dim, keepdim = node.attr("dim"), bool(node.attr("keepdim", False))
         x = args[0]
@@ -318,6 +327,7 @@ _UNARY: dict[str, Any] = {
     "hardsigmoid": lambda x, n: F.hardsigmoid(x),
     "hardswish": lambda x, n: F.hardswish(x),
     "clamp": _clamp,
+    "cast": lambda x, n: x.to(torch_dtype(n.dtype)),
 }
 
 
@@ -337,6 +347,15 @@ def _pow(a: Any, b: Any) -> torch.Tensor:
     return torch.pow(a, b)
 
 
+_MIRRORED = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge", "eq": "eq", "ne": "ne"}
+
+
+def _compare(op: str, a: Any, b: Any) -> torch.Tensor:
+    if not isinstance(a, torch.Tensor):  # 0.5 < x is x > 0.5
+        a, b, op = b, a, _MIRRORED[op]
+    return getattr(torch, op)(a, b)
+
+
 _BINARY: dict[str, Any] = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -345,4 +364,17 @@ _BINARY: dict[str, Any] = {
     "maximum": _maximum,
     "minimum": _minimum,
     "pow": _pow,
+    **{name: functools.partial(_compare, name) for name in COMPARE_OPS},
 }
+
+
+def _where(condition: Any, a: Any, b: Any) -> torch.Tensor:
+    """torch.where, with a condition held as booleans or as 1.0/0.0, and either branch possibly a float."""
+    if not isinstance(condition, torch.Tensor):
+        raise IRError("where needs a tensor condition")
+    mask = condition if condition.dtype == torch.bool else condition != 0
+    like = a if isinstance(a, torch.Tensor) else b if isinstance(b, torch.Tensor) else None
+    dtype = like.dtype if like is not None else torch.float32
+    a = a if isinstance(a, torch.Tensor) else torch.tensor(float(a), dtype=dtype, device=mask.device)
+    b = b if isinstance(b, torch.Tensor) else torch.tensor(float(b), dtype=dtype, device=mask.device)
+    return torch.where(mask, a, b)

@@ -64,6 +64,8 @@ def kernel_expression(node: Node, operand: Operand) -> str:
                                                          if isinstance(value, (int, float))})
     if node.op in table["binary"]:
         return table["binary"][node.op].format(*args)
+    if node.op in table["ternary"]:
+        return table["ternary"][node.op].format(*args)
     raise Unsupported(f"the Triton backend has no spelling for {node.op!r} (node {node.name!r})")
 
 
