@@ -109,8 +109,11 @@ def test_a_call_costs_its_issue_time_when_the_host_is_the_slower(device: Simulat
         device.launch(5 * US)
 
     times = timed_calls(platform, slow_to_issue)
+    assert platform.host_bound() is True  # the verdict can say that the runtime is the host's
     assert all(t == 300 * US + LAUNCH_NS for t in times), times
     assert platform.audit_timing(times) is None
+    timed_calls(platform, lambda: device.launch(400 * US), count=2)
+    assert platform.host_bound() is False
 
 
 def test_the_hold_outlasts_the_hosts_latest_issue_times(device: SimulatedDevice) -> None:

@@ -106,3 +106,38 @@ def test_warm_up_stops_at_its_share_of_the_wall_budget() -> None:
     assert len(run.times_ns) == 5
     assert draws < 20  # rotate + priming + about 100 ms of warm-up draws + 5 reps
     assert time.monotonic() - started < 1.5
+
+
+class _HostBoundEveryThird(CpuPlatform):
+    """A platform that tells host-bound calls apart (as the CUDA platform does): every third one is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def time_call(self, call):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return super().time_call(call)
+
+    def host_bound(self) -> bool | None:
+        return self.calls % 3 == 0
+
+
+def test_host_bound_calls_are_counted_and_a_mostly_host_bound_candidate_is_told() -> None:
+    import torch
+
+    from kforge.verify.timing import host_bound_warning
+
+    plan = TimingPlan(seed=1, warmup_ms=0.0, rep_ms=0.0, min_reps=9, max_reps=9, rotate=2)
+    run = run_timing(lambda inputs: inputs[0] + 1, lambda seed: [torch.ones(4)], _HostBoundEveryThird(), plan,
+                     lambda out: out)
+    assert len(run.host_bound) == len(run.times_ns) == 9
+    stats = summarize(run.times_ns, run.host_bound)
+    assert stats.host_bound_share == sum(run.host_bound) / 9 and 0 < stats.host_bound_share < 0.5
+    assert host_bound_warning(stats) is None
+    mostly = summarize([1000] * 4, [True, True, True, False])
+    warning = host_bound_warning(mostly)
+    assert warning is not None and warning.startswith("75% of the timed calls")
+    # A platform that cannot tell (the CPU) reports no share, and no warning.
+    cpu = run_timing(lambda inputs: inputs[0] + 1, lambda seed: [torch.ones(4)], CpuPlatform(), plan, lambda out: out)
+    assert cpu.host_bound == [] and summarize(cpu.times_ns, cpu.host_bound).host_bound_share is None

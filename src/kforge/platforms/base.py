@@ -57,6 +57,11 @@ class Platform(ABC):
     def time_call(self, call: Callable[[], Any]) -> tuple[Any, int]:
         """Run `call` once with the device idle before and after; return its result and elapsed nanoseconds."""
 
+    def host_bound(self) -> bool | None:
+        """Whether the latest timed call's figure is the host's time to issue it rather than the device's
+        time to run it; None on a platform where the two are one (the CPU)."""
+        return None
+
     def lead_in_ns(self) -> int:
         """Device time the platform queued before the latest timed call and waited for, not part of the call.
 

@@ -72,6 +72,7 @@ class CudaPlatform(Platform):
         self._events: tuple[Any, Any, Any] | None = None
         self._issues_ns: deque[int] = deque(maxlen=_ISSUES_KEPT)
         self._last_hold_ns = 0
+        self._host_bound = False
         # (reported ns, window ns, host ns) of the latest timed calls, for audit_timing.
         self._clock_records: list[tuple[int, int, int]] = []
 
@@ -119,11 +120,15 @@ class CudaPlatform(Platform):
         host_ns = _clock() - host_start
         self._issues_ns.append(issue_ns)
         device_ns = round(_elapsed_time(start, end) * 1e6)
+        self._host_bound = issue_ns > device_ns
         window_ns = round(_elapsed_time(before, end) * 1e6)
         return result, max(device_ns, issue_ns), window_ns, host_ns
 
     def lead_in_ns(self) -> int:
         return self._last_hold_ns
+
+    def host_bound(self) -> bool | None:
+        return self._host_bound
 
     def _hold_ns(self) -> int:
         if not self._issues_ns:

@@ -30,7 +30,7 @@ from kforge.verify.ops import reference_ops
 from kforge.verify.policy import Policy, judge_dispatched_ops
 from kforge.verify.sandbox import Limits, Worker, WorkerFailure, WorkerPool
 from kforge.verify.static_check import check_source
-from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, summarize
+from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, host_bound_warning, summarize
 from kforge.verify.verdict import Baselines, Outcome, TimingStats, Verdict, speedup
 
 Progress = Callable[[str], None]
@@ -322,6 +322,9 @@ class _Evaluation:
             eager = self.time_eager(reference_worker)
         ctx.progress("timing the candidate")
         candidate = self.time(worker, trusted=False)
+        warning = host_bound_warning(candidate.stats)
+        if warning:
+            self.warnings.append(warning)
         if reference_worker is not None and "compile" in ctx.options.baselines:
             compiled = self.time_compiled(reference_worker)
         return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
@@ -368,7 +371,8 @@ class _Evaluation:
             problem = clock_disagreement(readings)
             if problem:
                 raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
-        return _TimingResult(summarize(times), readings)
+        bound = [bool(b) for b in reply.get("host_bound", []) if isinstance(b, bool)]
+        return _TimingResult(summarize(times, bound), readings)
 
     def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
         ctx = self.ctx

@@ -49,6 +49,7 @@ class TimingRun:
     times_ns: list[int] = field(default_factory=list)
     second_clock_ns: list[int] = field(default_factory=list)
     lead_in_ns: list[int] = field(default_factory=list)
+    host_bound: list[bool] = field(default_factory=list)  # per call, where the platform tells (see Platform)
     loop_ns: int = 0
     first_seed: int = 0
     spot_outputs: dict[int, Any] = field(default_factory=dict)
@@ -97,6 +98,9 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
         run.times_ns.append(elapsed)
         run.second_clock_ns.append(around)
         run.lead_in_ns.append(lead_in)
+        bound = platform.host_bound()
+        if bound is not None:
+            run.host_bound.append(bound)
         if current in spots:
             run.spot_outputs[current] = keep(result)
     run.loop_ns = _loop_clock() - loop_start
@@ -113,12 +117,29 @@ def _refresh(slot: list[Any], fresh: list[Any]) -> None:
             slot[position] = value
 
 
-def summarize(times_ns: list[int]) -> TimingStats:
-    """Median, mean, extremes and interquartile range of per-call times, in milliseconds."""
+def summarize(times_ns: list[int], host_bound: list[bool] | None = None) -> TimingStats:
+    """Median, mean, extremes and interquartile range of per-call times, in milliseconds; with one host-bound
+    flag per call, the share of calls whose figure was the host's issue time."""
     times = sorted(t / 1e6 for t in times_ns)
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    share = sum(host_bound) / len(host_bound) if host_bound and len(host_bound) == len(times_ns) else None
     return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times), min_ms=times[0],
-                       max_ms=times[-1], iqr_ms=quartiles[2] - quartiles[0], repeats=len(times))
+                       max_ms=times[-1], iqr_ms=quartiles[2] - quartiles[0], repeats=len(times),
+                       host_bound_share=share)
+
+
+# At or above this share of host-bound calls, a verdict says that its runtime is the host's.
+HOST_BOUND_WARNING_SHARE = 0.5
+
+
+def host_bound_warning(stats: TimingStats) -> str | None:
+    """A line for a candidate whose timed calls were mostly bound by the host issuing them, or None."""
+    share = stats.host_bound_share
+    if share is None or share < HOST_BOUND_WARNING_SHARE:
+        return None
+    return (f"{share:.0%} of the timed calls took longer to issue on the host (Python, launches) than to run "
+            "on the device, so the runtime is mostly the host's: fewer launches per call (fusion, CUDA graphs) "
+            "would gain more than faster kernels")
 
 
 @dataclass(frozen=True)

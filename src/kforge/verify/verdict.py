@@ -30,6 +30,9 @@ class TimingStats(BaseModel):
     max_ms: float
     iqr_ms: float = Field(description="interquartile range of the per-call times")
     repeats: int
+    host_bound_share: float | None = Field(
+        default=None, description="share of calls whose figure was the host's issue time, not the device's; "
+                                  "None where the platform does not tell them apart")
 
     @property
     def relative_spread(self) -> float:

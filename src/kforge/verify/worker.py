@@ -142,7 +142,7 @@ class WorkerState:
             raise RequestFailed("rejected", doubt.message, rule=doubt.rule)
         tensors.save({str(index): value for index, value in result.spot_outputs.items()}, Path(request["out"]))
         return {"times_ns": result.times_ns, "second_clock_ns": result.second_clock_ns,
-                "lead_in_ns": result.lead_in_ns, "loop_ns": result.loop_ns,
+                "lead_in_ns": result.lead_in_ns, "host_bound": result.host_bound, "loop_ns": result.loop_ns,
                 "spots": sorted(result.spot_outputs)}
 
     # ---- helpers -----------------------------------------------------------------------------------------
