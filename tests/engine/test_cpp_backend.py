@@ -94,6 +94,7 @@ def test_generated_solutions_are_correct_in_the_harness(path: Path, tmp_path: Pa
 # candidate code, so they are compiled here directly: common.cpp.j2 without its torch headers and one C loop
 # per op, a plain shared library built in about a second, called through ctypes.
 MATH_OPS = ("exp", "log", "log1p", "expm1", "erf", "gelu", "sin", "cos")
+EXP_USERS = ("sigmoid", "tanh", "silu", "mish", "softplus", "gelu_tanh", "elu")  # built on exp_approx, expm1_approx
 CFLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17"]  # the solutions' flags, less OpenMP
 INF, NAN = float("inf"), float("nan")
 SPECIAL = [0.0, -0.0, INF, -INF, NAN, 1e-45, -1e-45, 1e-40, -1e-40, 1.1754944e-38, 1e-30, -1e-30, 1e-8, -1e-8,
@@ -122,7 +123,7 @@ def math_source() -> tuple[str, dict[str, int]]:
     common = template_environment("kforge", "data/engine/cpp").get_template("common.cpp.j2").render()
     lines = [line for line in common.splitlines() if not re.match(r"#include <(torch|ATen)/", line)]
     loop_lines = {}
-    for op in (*MATH_OPS, "pow"):
+    for op in (*MATH_OPS, *EXP_USERS, "pow"):
         operands = ["a[i]", "b[i]"] if op == "pow" else ["x[i]"]
         params = "".join(f"const float* {name[0]}, " for name in operands)
         expression = cpp_backend.cpp_expression(math_node(op), operands)
@@ -212,3 +213,10 @@ def test_pow_spelling_matches_torch_float32(math_library: MathLibrary) -> None:
     b = torch.cat([b, exponent, exponent.round()])  # a negative base only with integer exponents
     # e^(b ln a): the relative error grows with |b ln a|, under 1e-5 for any finite float result.
     assert_like_torch(math_library("pow", a, b), math_node("pow"), [a, b], rtol=2e-5, atol=3e-45)
+
+
+@pytest.mark.parametrize("op", EXP_USERS)
+def test_spellings_built_on_exp_match_torch_float32(math_library: MathLibrary, op: str) -> None:
+    x = torch.cat([grid(-120, 120), torch.tensor(SPECIAL), magnitudes()])
+    # Judged absolutely below 1e-7: where e^x underflows, x / (1 + e^-x) is 0 in float32 (torch's too).
+    assert_like_torch(math_library(op, x), math_node(op), [x], rtol=4e-7, atol=1e-7)
