@@ -47,3 +47,35 @@ def test_default_number_of_variants_by_platform_and_language(tmp_path: Path, pla
     assert 1 <= len(judged) <= expected and len(set(judged)) == len(judged)
     if expected > 8:  # more than the tuner judges exhaustively: a coarse sweep, then the best's neighbours
         assert len(judged) > 3
+
+
+def _equal_judge(platform: str, language: str):  # type: ignore[no-untyped-def]
+    def judge(source: str) -> Verdict:
+        stats = TimingStats(median_ms=1.0, mean_ms=1.0, min_ms=1.0, max_ms=1.0, iqr_ms=0.0, repeats=10)
+        return Verdict(verdict=Outcome.CORRECT, reason="ok", platform=platform, language=language,
+                       runtime_ms=1.0, timing=stats)
+    return judge
+
+
+def test_compiled_variants_are_built_side_by_side_before_any_is_judged(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    def prebuild(sources: list[str]) -> None:
+        order.append(f"prebuild {len(sources)}")
+
+    def judge(source: str) -> Verdict:
+        order.append("judge")
+        return _equal_judge("cpu", "cpp")(source)
+
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize")
+        BuiltinRun(store, run.id, "cpu", "cpp", judge, prebuild=prebuild).run(PROBLEM)
+        assert order[0] == "prebuild 3" and order.count("judge") == 3 and order.count("prebuild 3") == 1
+        # Resumed: every variant is in the store already, so nothing is compiled ahead again.
+        order.clear()
+        BuiltinRun(store, run.id, "cpu", "cpp", judge, prebuild=prebuild).run(PROBLEM)
+        assert not any(step.startswith("prebuild") for step in order)
+        # Triton compiles at its first call: nothing to build ahead.
+        triton_run = store.create_run(command="optimize")
+        BuiltinRun(store, triton_run.id, "cpu", "triton", _equal_judge("cpu", "triton"), prebuild=prebuild).run(PROBLEM)
+        assert not any(step.startswith("prebuild") for step in order)

@@ -23,6 +23,7 @@ from kforge.verify.verdict import Verdict
 MADE_BY = "builtin"
 ON_ITS_OWN = Lineage("generate", 0, None, MADE_BY)  # where its attempts sit when it runs outside a stage
 Evaluator = Callable[[str], Verdict]
+Prebuild = Callable[[list[str]], None]  # compiles sources ahead of their evaluation, side by side
 
 # Variants judged in a run unless the caller asks for a number, by (platform, language). A C++ variant costs
 # a build of about a minute on a CPU; a Triton variant on a GPU compiles and runs in seconds, so more of its
@@ -30,6 +31,8 @@ Evaluator = Callable[[str], Verdict]
 # interpreter is not timed, so its variants cannot be ranked and only a fallback for an incorrect one helps.
 DEFAULT_VARIANTS: dict[tuple[str, str], int] = {("cpu", "cpp"): 3, ("cuda", "triton"): 12}
 OTHER_VARIANTS = 3
+# Languages whose candidates are compiled before they run (Triton compiles at its first call).
+COMPILED_LANGUAGES = ("cpp", "cuda")
 
 
 def default_variants(platform: str, language: str) -> int:
@@ -48,7 +51,7 @@ class BuiltinRun:
 
     def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
                  on_event: LoopEvent | None = None, *, judge: AttemptJudge | None = None,
-                 lineage: Lineage = ON_ITS_OWN) -> None:
+                 lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.platform = platform
@@ -56,6 +59,7 @@ class BuiltinRun:
         self.evaluate = evaluate
         self.say = on_event or (lambda _text: None)
         self.lineage = lineage
+        self.prebuild = prebuild
         self.records: dict[str, AttemptRecord] = {}
         self.attempts = judge or AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
                                               on_record=lambda _record: None)
@@ -69,7 +73,9 @@ class BuiltinRun:
         for note in proposal.program.notes:
             self.say(f"builtin: {note}")
         self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
-        tuned = tune(proposal.variants, self.judge, settings or TuneSettings(), progress=self.say)
+        settings = settings or TuneSettings()
+        self.compile_ahead([variant.source for variant in proposal.variants[:settings.exhaustive_up_to]])
+        tuned = tune(proposal.variants, self.judge, settings, progress=self.say)
         result = LoopResult(attempts=list(self.records.values()))
         if tuned.best is not None:
             result.best = self.records[text_hash(tuned.best.variant.source)]
@@ -78,6 +84,17 @@ class BuiltinRun:
         if result.best is None:
             result.stop_reason += "; no variant was correct"
         return result
+
+    def compile_ahead(self, sources: list[str]) -> None:
+        """Compile the variants the tuner will judge first side by side, before any is timed (so no build
+        competes with a timed call): on a machine with N cores, N builds take the time of one. Only where
+        variants are compiled ahead of time (C++), only those not judged yet (a resumed run's are)."""
+        if self.prebuild is None or self.language not in COMPILED_LANGUAGES:
+            return
+        fresh = [source for source in sources if self.store.find_attempt(self.run_id, text_hash(source)) is None]
+        if len(fresh) > 1:
+            self.say(f"builtin: compiling {len(fresh)} variants side by side")
+            self.prebuild(fresh)
 
     def judge(self, source: str) -> Verdict:
         """The harness's verdict on one variant, recorded (or read back on resume) in the store."""

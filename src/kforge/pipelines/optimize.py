@@ -3,6 +3,7 @@ a chat model and the harness."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from kforge.platforms import get_platform
 from kforge.problem import Problem, load_problem, source_hash
 from kforge.store import Store, StoreError
 from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
+from kforge.verify.prebuild import Prebuilder
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Verdict
 
@@ -182,7 +184,8 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
     with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
             _marking_status(store, run_id):
         evaluator = _file_evaluator(problem, options, Path(workdir), pool, store, run_id, on_event)
-        engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event)
+        engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
+                            prebuild=_prebuilder(options, Path(workdir), on_event))
         result = engine.run(problem, vendor_gemm=allows_vendor_gemm(options.policy))
     return OptimizeOutcome(run_id, result)
 
@@ -231,6 +234,22 @@ def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path, pool:
         return baselines.attach(verdict)
 
     return evaluate_source
+
+
+def _prebuilder(options: EvalOptions, workdir: Path, on_event: LoopEvent | None) -> Callable[[list[str]], None]:
+    """Compiles candidates' sources into the build cache their evaluations read, as many at once as there are
+    cores; a failed build is left for the evaluation to report."""
+    def prebuild(sources: list[str]) -> None:
+        platform = get_platform(options.platform)
+        parallel = max(1, min(len(sources), os.cpu_count() or 1))
+        with Prebuilder(platform, options.cache_dir, parallel=parallel, policy=options.policy,
+                        timeout_s=options.build_timeout_s) as builder:
+            futures = [builder.submit(_candidate_file(workdir, source)) for source in sources]
+            built = sum(future.result().ok for future in futures)
+        if on_event:
+            on_event(f"builtin: {built} of {len(sources)} variants compiled")
+
+    return prebuild
 
 
 def _candidate_profiler(problem: Problem, options: EvalOptions, workdir: Path, pool: WorkerPool, store: Store,
