@@ -5,22 +5,18 @@ of ops.toml against the reference (unary_zoo uses them all)."""
 from __future__ import annotations
 
 import ast
-import ctypes
 import platform
-import re
 import shutil
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
 
-from kforge.engine import cpp_backend, ir
+from kforge.engine import cpp_backend, cpp_math, ir
 from kforge.engine.capture import LoweringError, capture
+from kforge.engine.cpp_math import MathLibrary
 from kforge.engine.simplify import simplify
 from kforge.problem import load_problem
-from kforge.templating import template_environment
 from kforge.verify.evaluate import evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.static_check import check_source
@@ -90,47 +86,15 @@ def test_generated_solutions_are_correct_in_the_harness(path: Path, tmp_path: Pa
     assert verdict.correct, verdict.reason
 
 
-# The branch-free math of common.cpp.j2, through ops.toml's spellings. The helpers are our template code, not
-# candidate code, so they are compiled here directly: common.cpp.j2 without its torch headers and one C loop
-# per op, a plain shared library built in about a second, called through ctypes.
+# The branch-free math of common.cpp.j2, through ops.toml's spellings, built alone by kforge.engine.cpp_math (our
+# template code, not candidate code: a plain shared library built in about a second, called through ctypes).
 MATH_OPS = ("exp", "log", "log1p", "expm1", "erf", "gelu", "sin", "cos")
 EXP_USERS = ("sigmoid", "tanh", "silu", "mish", "softplus", "gelu_tanh", "elu")  # built on exp_approx, expm1_approx
-CFLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17"]  # the solutions' flags, less OpenMP
 INF, NAN = float("inf"), float("nan")
 SPECIAL = [0.0, -0.0, INF, -INF, NAN, 1e-45, -1e-45, 1e-40, -1e-40, 1.1754944e-38, 1e-30, -1e-30, 1e-8, -1e-8,
            0.5, -0.5, 1.0, -1.0, 88.7, 88.73, 89.0, -87.5, -103.0, -110.0, 3.4e38, -3.4e38]
 
-
-@dataclass(frozen=True)
-class MathLibrary:
-    library: ctypes.CDLL
-    report: str  # GCC's -fopt-info-vec-optimized lines
-    loop_lines: dict[str, int]  # op -> the source line of its loop
-
-    def __call__(self, op: str, *args: torch.Tensor) -> torch.Tensor:
-        args = tuple(a.float().contiguous() for a in args)
-        out = torch.empty_like(args[0])
-        pointers = [ctypes.c_void_p(t.data_ptr()) for t in (*args, out)]
-        getattr(self.library, f"apply_{op}")(*pointers, ctypes.c_long(out.numel()))
-        return out
-
-
-def math_node(op: str) -> ir.Node:
-    return ir.Node("y", op, ("a", "b") if op == "pow" else ("x",), (1,))
-
-
-def math_source() -> tuple[str, dict[str, int]]:
-    common = template_environment("kforge", "data/engine/cpp").get_template("common.cpp.j2").render()
-    lines = [line for line in common.splitlines() if not re.match(r"#include <(torch|ATen)/", line)]
-    loop_lines = {}
-    for op in (*MATH_OPS, *EXP_USERS, "pow"):
-        operands = ["a[i]", "b[i]"] if op == "pow" else ["x[i]"]
-        params = "".join(f"const float* {name[0]}, " for name in operands)
-        expression = cpp_backend.cpp_expression(math_node(op), operands)
-        lines.append(f'extern "C" void apply_{op}({params}float* y, long n) {{ '
-                     f"for (long i = 0; i < n; ++i) y[i] = {expression}; }}")
-        loop_lines[op] = len(lines)
-    return "\n".join(lines) + "\n", loop_lines
+math_node = cpp_math.node
 
 
 def cpu_targets() -> list[str]:
@@ -142,22 +106,14 @@ def cpu_targets() -> list[str]:
 
 @pytest.fixture(scope="module", params=cpu_targets())
 def math_library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> MathLibrary:
-    compiler = shutil.which("g++")
-    if compiler is None:
+    if shutil.which("g++") is None:
         pytest.skip("needs g++")
-    folder = tmp_path_factory.mktemp(f"math_{request.param}")
-    source, loop_lines = math_source()
-    (folder / "math.cpp").write_text(source)
-    arch = [] if request.param == "baseline" else [f"-march={request.param}"]
-    built = subprocess.run([compiler, *CFLAGS, *arch, "-shared", "-fPIC", "-fopt-info-vec-optimized", "-o",
-                            str(folder / "math.so"), str(folder / "math.cpp")], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr[-2000:]
-    return MathLibrary(ctypes.CDLL(str(folder / "math.so")), built.stderr, loop_lines)
+    return cpp_math.build(tmp_path_factory.mktemp(f"math_{request.param}"), (*MATH_OPS, *EXP_USERS, "pow"),
+                          request.param)
 
 
 def test_every_math_spelling_vectorizes(math_library: MathLibrary) -> None:
-    scalar = [op for op, line in math_library.loop_lines.items()
-              if not re.search(rf"math\.cpp:{line}:\d+: optimized: loop vectorized", math_library.report)]
+    scalar = [op for op in math_library.loop_lines if not math_library.vectorized(op)]
     assert scalar == []
 
 
