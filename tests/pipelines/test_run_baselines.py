@@ -72,3 +72,14 @@ def test_untimed_verdicts_and_runs_without_baselines_are_left_alone(tmp_path: Pa
         assert RunBaselines(store, run_id, PROBLEM, fast_options(), None).attach(timed) is timed
         run = store.get_run(run_id)
         assert run is not None and run.baselines is None
+
+
+def test_the_analysts_timing_text_names_the_host_bound_share() -> None:
+    from kforge.pipelines.optimize import timing_profile
+
+    stats = _stats(0.05).model_copy(update={"host_bound_share": 0.8})
+    verdict = Verdict(verdict=Outcome.CORRECT, reason="ok", platform="cuda", language="triton", runtime_ms=0.05,
+                      timing=stats)
+    assert "host-bound calls: 80%" in timing_profile(verdict).text
+    cpu = verdict.model_copy(update={"timing": _stats(0.05)})  # a platform that cannot tell: no line
+    assert "host-bound" not in timing_profile(cpu).text

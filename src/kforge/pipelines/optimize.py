@@ -283,6 +283,10 @@ def timing_profile(verdict: Verdict) -> ProfileView:
     if verdict.timing:
         lines.append(f"spread: IQR {verdict.timing.iqr_ms:.3g} ms over {verdict.timing.repeats} runs; "
                      f"min {verdict.timing.min_ms:.4g} ms")
+        share = verdict.timing.host_bound_share
+        if share is not None:
+            lines.append(f"host-bound calls: {share:.0%} (the host took longer to issue the call than the device "
+                         "to run it; above half, the runtime is launch and Python overhead, not kernel time)")
     if verdict.eager_ms is not None:
         lines.append(f"PyTorch eager {verdict.eager_ms:.4g} ms (speedup {verdict.speedup_vs_eager:.2f}x)")
     if verdict.compile_ms is not None:
