@@ -74,3 +74,21 @@ def test_a_file_that_is_not_a_database_gives_one_clear_error(tmp_path: Path) -> 
     path.write_text("this is not sqlite\n" * 100)
     with pytest.raises(StoreError, match="cannot open run database"):
         Store(path)
+
+
+def test_the_recorded_best_is_the_runs_best_even_when_another_measured_faster(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize")
+        ids = []
+        for number, runtime in enumerate((1.00, 0.98)):  # the second is 2% faster: within noise
+            attempt = store.record_attempt(run.id, source=f"# {number}", language="cpp", platform="cpu",
+                                           made_by="builtin")
+            store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": runtime})
+            ids.append(attempt.id)
+        best = store.best_attempt(run.id)
+        assert best is not None and best.attempt.id == ids[1]  # nothing recorded: the lowest median
+        store.record_best(run.id, ids[0])
+        best = store.best_attempt(run.id)
+        assert best is not None and best.attempt.id == ids[0] and best.evaluation.runtime_ms == 1.00
+        stored = store.get_run(run.id)
+        assert stored is not None and stored.best_attempt_id == ids[0]

@@ -151,6 +151,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
             result: LoopResult | StagedResult = pipeline.run(request.kernel.read_text() if request.kernel else None)
         else:
             result = loop.run(_builtin_start(problem, request, store, run_id, evaluator, on_event))
+        _record_best(store, run_id, result)
     return OptimizeOutcome(run_id, result)
 
 
@@ -166,6 +167,12 @@ def _marking_status(store: Store, run_id: int) -> Iterator[None]:
         raise
     finally:
         store.finish_run(run_id, status)  # type: ignore[arg-type]
+
+
+def _record_best(store: Store, run_id: int, result: LoopResult | StagedResult) -> None:
+    """The pipeline's best (faster beyond noise), so that `kforge show` and `export` name the same attempt."""
+    if result.best is not None:
+        store.record_best(run_id, result.best.attempt_id)
 
 
 def check_builtin(request: OptimizeRequest) -> None:
@@ -187,6 +194,7 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, Path(workdir), on_event))
         result = engine.run(problem, vendor_gemm=allows_vendor_gemm(options.policy))
+        _record_best(store, run_id, result)
     return OptimizeOutcome(run_id, result)
 
 

@@ -239,10 +239,23 @@ class Store:
         )
         return [attempt_from(r) for r in rows]
 
+    def record_best(self, run_id: int, attempt_id: int) -> None:
+        """Name the attempt the run's pipeline chose as its best, so every report of the run names the same one."""
+        self._update_run(run_id, "UPDATE runs SET best_attempt_id = ? WHERE id = ?", (attempt_id,))
+
     def best_attempt(self, run_id: int) -> ScoredAttempt | None:
-        """The correct attempt with the lowest runtime; the earliest of equals. A run whose correct attempts were
-        never timed (Triton in the CPU interpreter) has the earliest of them, with `runtime_ms` None: the pipelines
-        keep that one too, since an untimed candidate is never shown faster."""
+        """The run's best: the attempt its pipeline chose (`record_best`: faster beyond noise, not merely the
+        lowest median) when it is recorded and correct; else the correct attempt with the lowest runtime, the
+        earliest of equals. A run whose correct attempts were never timed (Triton in the CPU interpreter) has the
+        earliest of them, with `runtime_ms` None: the pipelines keep that one too, since an untimed candidate is
+        never shown faster."""
+        run = self.get_run(run_id)
+        chosen = run.best_attempt_id if run is not None else None
+        if chosen is not None:
+            row = self._one("SELECT * FROM evaluations WHERE attempt_id = ? AND outcome = 'correct'", (chosen,))
+            if row is not None:
+                evaluation = evaluation_from(row)
+                return ScoredAttempt(attempt=attempt_from(self._row("attempts", chosen)), evaluation=evaluation)
         row = self._one(
             "SELECT e.* FROM evaluations e JOIN attempts a ON a.id = e.attempt_id"
             " WHERE a.run_id = ? AND e.outcome = 'correct'"

@@ -31,6 +31,7 @@ class Run:
     status: RunStatus
     finished: datetime | None
     baselines: dict[str, Any] | None = None  # the reference's timings every verdict of the run is compared with
+    best_attempt_id: int | None = None  # the attempt the run's pipeline chose (Store.record_best)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ def run_from(r: sqlite3.Row) -> Run:
         status=r["status"],
         finished=_time(r["finished"]) if r["finished"] else None,
         baselines=json.loads(r["baselines_json"]) if r["baselines_json"] else None,
+        best_attempt_id=r["best_attempt_id"],
     )
 
 

@@ -103,6 +103,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN baselines_json TEXT;
     """,
+    # 5: the attempt the run's pipeline chose as its best (its acceptance rule, not merely the lowest median).
+    """
+    ALTER TABLE runs ADD COLUMN best_attempt_id INTEGER REFERENCES attempts(id) ON DELETE SET NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
