@@ -401,10 +401,7 @@ class _Lowerer:
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             return float(ir.apply(ir.Node("c", op, ("a",), ()), [torch.tensor(float(a), dtype=torch.float64),
                                                                    float(b)]))
-        a = float(a) if isinstance(a, (int, float)) else a
-        b = float(b) if isinstance(b, (int, float)) else b
-        if not all(isinstance(v, (str, float)) for v in (a, b)):
-            raise cannot_lower(f"{op} (of non-tensor operands)")
+        a, b = _operands(op, a, b)
         if all(isinstance(v, float) or self._is_scalar(v) for v in (a, b)):
             return self._scalar(node, op, (a, b))
         return self._emit(node, op, (a, b))
@@ -412,11 +409,7 @@ class _Lowerer:
     def _where(self, node: torch.fx.Node, condition: Any, a: Any, b: Any) -> str:
         if not isinstance(condition, str):
             raise cannot_lower("where (with a condition that is no tensor)")
-        a = float(a) if isinstance(a, (int, float)) else a
-        b = float(b) if isinstance(b, (int, float)) else b
-        if not all(isinstance(v, (str, float)) for v in (a, b)):
-            raise cannot_lower("where (of non-tensor operands)")
-        return self._emit(node, "where", (condition, a, b))
+        return self._emit(node, "where", (condition, *_operands("where", a, b)))
 
     def _is_scalar(self, value: Any) -> bool:
         return isinstance(value, str) and any(n.name == value and n.shape == () and n.dtype == "float64"
@@ -547,3 +540,11 @@ def _attribute(module: nn.Module, path: str) -> Any:
     for part in path.split("."):
         value = getattr(value, part)
     return value
+
+
+def _operands(op: str, *values: Any) -> tuple[ir.Arg, ...]:
+    """Operands of a pointwise op as IR args: value names, and numbers as floats; anything else is refused."""
+    args = tuple(float(v) if isinstance(v, (int, float)) else v for v in values)
+    if not all(isinstance(v, (str, float)) for v in args):
+        raise cannot_lower(f"{op} (of non-tensor operands)")
+    return args

@@ -21,14 +21,13 @@ from kforge.templating import template_environment
 
 # The generated solutions' flags, less OpenMP.
 CFLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17"]
-BINARY = ("pow",)
 
 Spelling = Callable[[str, list[str]], str]  # (op, operand expressions) -> a C++ expression
 
 
 def node(op: str) -> ir.Node:
     """A one-op IR node over `x` (or `a`, `b` for a binary op)."""
-    return ir.Node("y", op, ("a", "b") if op in BINARY else ("x",), (1,))
+    return ir.Node("y", op, ("a", "b") if op in ir.BINARY_OPS else ("x",), (1,))
 
 
 def backend_spelling(op: str, operands: list[str]) -> str:
@@ -62,7 +61,7 @@ def math_source(ops: Sequence[str], spelling: Spelling = backend_spelling) -> tu
     lines = [line for line in common.splitlines() if not re.match(r"#include <(torch|ATen)/", line)]
     loop_lines = {}
     for op in ops:
-        operands = ["a[i]", "b[i]"] if op in BINARY else ["x[i]"]
+        operands = ["a[i]", "b[i]"] if op in ir.BINARY_OPS else ["x[i]"]
         params = "".join(f"const float* {name[0]}, " for name in operands)
         lines.append(f'extern "C" void apply_{op}({params}float* y, long n) {{ '
                      f"for (long i = 0; i < n; ++i) y[i] = {spelling(op, operands)}; }}")

@@ -162,10 +162,7 @@ class _Lowering:
         vendor: Iterable[tuple[Config, Any]] = ()
         if gemm and generated_gemm:
             split = self.split(heavy_python=None)
-            # The epilogue rides on the GEMM's tiles only when it is pointwise and keeps the product's shape (an
-            # operand broadcasting the product to more elements would leave the store too small).
-            if self.program.shape(self.resolve(split, self.output.name)) == heavy.shape \
-                    and all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
+            if self.rides_on_tiles(split, heavy):
                 generated = self.gemm_offers(split)
             else:
                 generated = self.gemm_then_fused_offers(heavy)
@@ -183,6 +180,13 @@ class _Lowering:
         # default is 12) still measures both kinds and keeps the faster.
         for pair in itertools.zip_longest(generated, vendor):
             yield from (offer for offer in pair if offer is not None)
+
+    def rides_on_tiles(self, split: _Split, heavy: Node) -> bool:
+        """Whether the epilogue can be applied to the heavy op's accumulator before its one store: pointwise, and
+        keeping the heavy output's shape (an operand broadcasting it to more elements would leave the store too
+        small)."""
+        return self.program.shape(self.resolve(split, self.output.name)) == heavy.shape \
+            and all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy)
 
     def fused_offers(self, split: _Split, tag: Config) -> Iterator[tuple[Config, Any]]:
         reductions = [node for node in split.compute if node.op in REDUCE_OPS + ROW_OPS]
@@ -295,8 +299,7 @@ class _Lowering:
             split: _Split | None = self.split(heavy_python=None)
         except Unsupported:  # a reshape of the convolution's output: done in Python, after the bare convolution
             split = None
-        if split is not None and self.program.shape(self.resolve(split, self.output.name)) == heavy.shape \
-                and all(node.op in POINTWISE_OPS for node in split.compute if node is not heavy):
+        if split is not None and self.rides_on_tiles(split, heavy):
             for config, precision in configs:
                 yield config, lambda config=config, precision=precision, split=split: self.render_conv(
                     split, config, precision)
