@@ -46,22 +46,27 @@ def main() -> None:
     parser.add_argument("--solution", type=Path, default=DEFAULT / "solution_cpp.py")
     parser.add_argument("--platform", default="cpu")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pause", type=float, default=8.0,
+                        help="seconds between cached evaluations (the pool's spare finishes starting)")
+    parser.add_argument("--no-cold", action="store_true",
+                        help="skip the cold evaluation and use the usual build cache (spread only)")
     args = parser.parse_args()
     console = Console()
     rows: list[tuple[str, str, str]] = []
 
     with tempfile.TemporaryDirectory(prefix="kforge-bench-cache-") as fresh_cache:
-        cold_options = EvalOptions(platform=args.platform, baselines=(), cache_dir=Path(fresh_cache))
-        cold, cold_wall = timed_evaluation(args.problem, args.solution, cold_options)
-        rows.append(("cold evaluation (wall)", f"{cold_wall:.2f} s",
-                     f"build {cold.build_s:.2f} s, timed runs {cold.timing_s:.2f} s"))
+        cache = None if args.no_cold else Path(fresh_cache)
+        options = EvalOptions(platform=args.platform, baselines=(), cache_dir=cache)
+        if not args.no_cold:
+            cold, cold_wall = timed_evaluation(args.problem, args.solution, options)
+            rows.append(("cold evaluation (wall)", f"{cold_wall:.2f} s",
+                         f"build {cold.build_s:.2f} s, timed runs {cold.timing_s:.2f} s"))
 
-        options = EvalOptions(platform=args.platform, baselines=(), cache_dir=Path(fresh_cache))
         overheads, medians = [], []
         with WorkerPool(spares=1) as pool:
             timed_evaluation(args.problem, args.solution, options, pool)  # fills the pool
             for _ in range(args.repeats):
-                time.sleep(8.0)  # the pool's spare finishes starting, as it does while an agent thinks
+                time.sleep(args.pause)  # the pool's spare finishes starting, as it does while an agent thinks
                 verdict, wall = timed_evaluation(args.problem, args.solution, options, pool)
                 overheads.append(wall - (verdict.timing_s or 0.0))
                 assert verdict.timing is not None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,3 +34,30 @@ def test_input_variants_are_all_checked() -> None:
     fixed = evaluate(problem, CANDIDATES / "variants_sum_rows_fixed_shape.py", options)
     assert fixed.verdict == Outcome.RUNTIME_ERROR
     assert "shape '[32, 64]' is invalid" in fixed.reason
+
+
+_PINNED_HARNESS = """
+import json, os, sys, tempfile
+from pathlib import Path
+import kforge
+import torch  # with OMP_PROC_BIND set, OpenMP pins this thread to one CPU as torch loads
+from kforge.verify.sandbox import Limits, Worker
+
+pinned = sorted(os.sched_getaffinity(0))
+with Worker(Path(tempfile.mkdtemp()), Limits()) as worker:
+    worker_cpus = sorted(os.sched_getaffinity(worker.process.pid))
+print(json.dumps({"start": sorted(kforge.CPUS_AT_START), "pinned": pinned, "worker": worker_cpus}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs")
+def test_workers_get_every_cpu_back_when_the_harness_was_pinned(tmp_path: Path) -> None:
+    # Before: OMP_PROC_BIND made every worker inherit the harness's one CPU, and C++ kernels ran on one core.
+    env = {**os.environ, "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+    done = subprocess.run([sys.executable, "-c", _PINNED_HARNESS], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cpus = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(cpus["pinned"]) == 1, f"torch's OpenMP did not pin the harness, so nothing is tested: {cpus}"
+    assert cpus["worker"] == cpus["start"] and len(cpus["worker"]) >= 2

@@ -66,6 +66,9 @@ def scrubbed_environment(extra: dict[str, str], home: Path) -> dict[str, str]:
 
 def _limit_child(limits: Limits) -> None:
     """Runs in the child between fork and exec."""
+    if kforge.CPUS_AT_START:  # undo a pin the harness's own OpenMP runtime took (see kforge/__init__.py)
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, kforge.CPUS_AT_START)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if limits.memory_mb and limits.limit_address_space:
         size = limits.memory_mb * 1024 * 1024
