@@ -26,9 +26,16 @@ def test_there_are_at_least_four_examples() -> None:
 
 
 @pytest.mark.slow
-def test_compile_baseline_is_timed() -> None:
+def test_compile_baseline_is_timed_in_rounds_taken_in_turn_with_the_candidate() -> None:
     example = CPP_SOLUTIONS[0]
-    verdict = evaluate(example.parent / "problem.py", example, fast_options(baselines=("eager", "compile")))
+    said: list[str] = []
+    verdict = evaluate(example.parent / "problem.py", example, fast_options(baselines=("eager", "compile")),
+                       progress=said.append)
     assert verdict.verdict == Outcome.CORRECT, verdict.reason
     assert verdict.compile_ms is not None and verdict.compile_ms > 0, verdict.warnings
     assert verdict.speedup_vs_compile is not None
+    rounds = [message.split("timing ", 1)[1].split(",")[0].split(" (the first")[0]
+              for message in said if message.startswith("timing ")]
+    assert rounds == ["the reference (eager)", "the reference under torch.compile", "the candidate"] * 3
+    timing, eager = verdict.timing, verdict.eager_timing
+    assert timing is not None and eager is not None and min(timing.repeats, eager.repeats) >= 3 * 2

@@ -10,10 +10,11 @@ this process's clock. Everything the workers say is checked here.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ Progress = Callable[[str], None]
 
 _WORKER_START_S = 120.0
 _TIMING_SEED = 1_000_003
+# Between the first input seeds of consecutive timing rounds: more than any round's calls.
+_ROUND_SEED_STRIDE = 100_003
 
 
 class TimingSettings(BaseModel):
@@ -49,6 +52,9 @@ class TimingSettings(BaseModel):
     min_reps: int = 10
     max_reps: int = 300
     rotate: int = 3
+    rounds: int = Field(3, ge=1, description=(
+        "the timed calls of each series (candidate, eager, torch.compile) are split into this many rounds, "
+        "taken in turn, so that a slow stretch of the machine weighs on every series alike"))
 
 
 class EvalOptions(BaseModel):
@@ -161,10 +167,8 @@ def measure_baselines(problem: str | Path, options: EvalOptions | None = None, p
             evaluation.ready(worker)
             if pool is not None:
                 pool.settle()
-            if "eager" in options.baselines:
-                eager = evaluation.time_eager(worker)
-            if "compile" in options.baselines:
-                compiled = evaluation.time_compiled(worker)
+            timed = evaluation.time_in_rounds(evaluation.reference_series(worker))
+            eager, compiled = timed.get("eager"), timed.get("compile")
     except _Failed as failure:
         raise RuntimeError(f"the reference could not be timed: {failure}") from None
     finally:
@@ -258,13 +262,13 @@ class _Evaluation:
         except WorkerFailure as failure:
             raise _Failed(Outcome.CRASHED, f"the worker did not start: {failure}") from None
 
-    def load(self, worker: Worker, solution: Path | None, compile_model: bool) -> None:
+    def load(self, worker: Worker, solution: Path | None, compile_model: bool, role: str = "candidate") -> None:
         options = self.ctx.options
         if solution is not None:
             self.ctx.progress("building and loading the candidate")
         reply = self.ask(worker, {"op": "load", "problem": str(self.ctx.problem.path),
                                   "solution": None if solution is None else str(solution), "seed": options.seed,
-                                  "platform": self.ctx.platform.name, "compile": compile_model},
+                                  "platform": self.ctx.platform.name, "compile": compile_model, "role": role},
                          options.build_timeout_s + options.timeout_s)
         if solution is not None:
             self.build_s = float(reply.get("build_s", 0.0))
@@ -313,50 +317,80 @@ class _Evaluation:
 
     def measure(self, worker: Worker, reference_worker: Worker | None) -> Verdict:
         ctx = self.ctx
-        eager = compiled = None
         if ctx.pool is not None:
             ctx.pool.settle()
+        series = [_Series("candidate", worker, trusted=False)]
         if reference_worker is not None:
             self.ready(reference_worker)
-        if reference_worker is not None and "eager" in ctx.options.baselines:
-            eager = self.time_eager(reference_worker)
-        ctx.progress("timing the candidate")
-        candidate = self.time(worker, trusted=False)
-        warning = host_bound_warning(candidate.stats)
+            series = self.reference_series(reference_worker) + series
+        timed = self.time_in_rounds(series)
+        candidate = timed["candidate"]
+        assert candidate is not None  # a candidate whose timing fails ends the evaluation (_Failed)
+        warning = host_bound_warning(candidate)
         if warning:
             self.warnings.append(warning)
-        if reference_worker is not None and "compile" in ctx.options.baselines:
-            compiled = self.time_compiled(reference_worker)
         return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
                             f"{' and every input variant' if ctx.problem.variant_count() > 1 else ''}",
-                            timing=candidate.stats, eager=eager, compiled=compiled)
+                            timing=candidate, eager=timed.get("eager"), compiled=timed.get("compile"))
 
-    def time_eager(self, reference_worker: Worker) -> TimingStats:
-        self.load(reference_worker, solution=None, compile_model=False)
-        self.ctx.progress("timing the reference (eager)")
-        return self.time(reference_worker, trusted=True).stats
+    def reference_series(self, reference_worker: Worker) -> list[_Series]:
+        """The baselines `options.baselines` asks for, each loaded under its own name in the reference's
+        worker; a torch.compile that cannot be loaded leaves a warning, not a failure."""
+        series = []
+        if "eager" in self.ctx.options.baselines:
+            self.load(reference_worker, solution=None, compile_model=False, role="eager")
+            series.append(_Series("eager", reference_worker, trusted=True))
+        if "compile" in self.ctx.options.baselines:
+            try:
+                self.load(reference_worker, solution=None, compile_model=True, role="compile")
+                series.append(_Series("compile", reference_worker, trusted=True, optional=True))
+            except _Failed as failure:
+                self.warnings.append(f"torch.compile baseline unavailable: {failure}")
+        return series
 
-    def time_compiled(self, reference_worker: Worker) -> TimingStats | None:
-        self.ctx.progress("timing the reference under torch.compile (the first run compiles)")
-        try:
-            self.load(reference_worker, solution=None, compile_model=True)
-            return self.time(reference_worker, trusted=True).stats
-        except _Failed as failure:
-            self.warnings.append(f"torch.compile baseline unavailable: {failure}")
-            return None
+    def time_in_rounds(self, series: list[_Series]) -> dict[str, TimingStats | None]:
+        """Time every series in `settings.rounds` rounds taken in turn (eager, candidate, compile, eager, ...);
+        each series' figures are all its rounds' calls together. A slow stretch of the machine then lands on
+        every series rather than on one, and the speedups between them stay put."""
+        ctx = self.ctx
+        rounds = ctx.options.timing.rounds
+        for index in range(rounds):
+            for one in series:
+                if one.failed:
+                    continue
+                what = {"candidate": "the candidate", "eager": "the reference (eager)",
+                        "compile": "the reference under torch.compile"}[one.name]
+                first = " (the first run compiles)" if one.name == "compile" and index == 0 else ""
+                ctx.progress(f"timing {what}{first}, round {index + 1} of {rounds}")
+                try:
+                    times, bound = self.time(one.worker, one.trusted, index, role=one.name)
+                except _Failed as failure:
+                    if not one.optional:
+                        raise
+                    one.failed = True
+                    self.warnings.append(f"torch.compile baseline unavailable: {failure}")
+                    continue
+                one.times.extend(times)
+                one.bound.extend(bound)
+        return {one.name: None if one.failed else summarize(one.times, one.bound) for one in series}
 
-    def time(self, worker: Worker, trusted: bool) -> _TimingResult:
+    def time(self, worker: Worker, trusted: bool, round_index: int = 0,
+             role: str | None = None) -> tuple[list[int], list[bool]]:
+        """One round of timed calls: per-call nanoseconds and, where the platform tells, host-bound flags."""
         ctx = self.ctx
         settings = ctx.options.timing
+        share = 1.0 / settings.rounds
         randomizer = random.Random()
-        plan = TimingPlan(seed=_TIMING_SEED + ctx.options.seed, warmup_ms=settings.warmup_ms,
-                          rep_ms=settings.rep_ms, min_reps=settings.min_reps, max_reps=settings.max_reps,
-                          rotate=settings.rotate,
+        plan = TimingPlan(seed=_TIMING_SEED + ctx.options.seed + round_index * _ROUND_SEED_STRIDE,
+                          warmup_ms=settings.warmup_ms * (1.0 if round_index == 0 else share),
+                          rep_ms=settings.rep_ms * share, min_reps=math.ceil(settings.min_reps * share),
+                          max_reps=math.ceil(settings.max_reps * share), rotate=settings.rotate,
+                          max_wall_ms=TimingPlan.max_wall_ms * share,
                           spot_fractions=(round(randomizer.uniform(0.05, 0.95), 4), 1.0))
         out_path = worker.path(f"timing-{time.monotonic_ns()}.pt")
         started = time.monotonic_ns()
-        reply = self.ask(worker, {"op": "time", "plan": plan.__dict__, "out": str(out_path)},
-                         ctx.options.timeout_s + 2 * (settings.warmup_ms + settings.rep_ms) / 1000)
+        reply = self.ask(worker, {"op": "time", "plan": plan.__dict__, "out": str(out_path), "role": role},
+                         ctx.options.timeout_s + 2 * (plan.warmup_ms + plan.rep_ms) / 1000)
         elapsed = time.monotonic_ns() - started
         self.timing_s += elapsed / 1e9
         times = [int(t) for t in reply.get("times_ns", []) if isinstance(t, (int, float))]
@@ -372,7 +406,7 @@ class _Evaluation:
             if problem:
                 raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
         bound = [bool(b) for b in reply.get("host_bound", []) if isinstance(b, bool)]
-        return _TimingResult(summarize(times, bound), readings)
+        return times, bound if len(bound) == len(times) else []
 
     def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
         ctx = self.ctx
@@ -435,10 +469,17 @@ class _Evaluation:
             warnings=self.warnings)
 
 
-@dataclass(frozen=True)
-class _TimingResult:
-    stats: TimingStats
-    readings: ClockReadings
+@dataclass
+class _Series:
+    """One thing being timed in rounds: its worker, the name its model was loaded under, its calls so far."""
+
+    name: str  # "candidate", "eager" or "compile"
+    worker: Worker
+    trusted: bool
+    optional: bool = False  # a failure drops the series with a warning instead of ending the evaluation
+    failed: bool = False
+    times: list[int] = field(default_factory=list)
+    bound: list[bool] = field(default_factory=list)
 
 
 def _trial_seed(options: EvalOptions, trial: int) -> int:

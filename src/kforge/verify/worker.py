@@ -57,7 +57,8 @@ class WorkerState:
         self.watch = TamperWatch()
         self.platform: Platform | None = None
         self.problem: Problem | None = None
-        self.model: Any = None
+        self.model: Any = None  # the model loaded last: what `run` and `profile` call
+        self.models: dict[str, Any] = {}  # every model loaded, by the role it was loaded as: what `time` calls
         self.candidate_loaded = False
 
     # ---- requests ----------------------------------------------------------------------------------------
@@ -81,7 +82,7 @@ class WorkerState:
             raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
         if request.get("compile"):
             model = torch.compile(model)
-        self.model = model
+        self.model = self.models[str(request.get("role", "candidate"))] = model
         self.candidate_loaded = solution is not None
         self._check_tamper()
         return {"build_s": self.builds.seconds, "builds": self.builds.builds}
@@ -128,6 +129,10 @@ class WorkerState:
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
         problem, platform = self._ready()
+        role = request.get("role")
+        model = self.model if role is None else self.models.get(str(role))
+        if model is None:
+            raise RequestFailed("runtime_error", f"no model loaded as {role}")
         variant = int(request.get("variant", 0))
         plan = TimingPlan(**request["plan"])
 
@@ -135,7 +140,7 @@ class WorkerState:
             return problem.inputs(seed, variant, device=platform.device)
 
         with torch.no_grad():
-            result = run_timing(lambda inputs: self.model(*inputs), make_inputs, platform, plan, self._keep)
+            result = run_timing(lambda inputs: model(*inputs), make_inputs, platform, plan, self._keep)
         self._check_tamper()
         doubt = platform.audit_timing(result.times_ns) if self.candidate_loaded else None
         if doubt is not None:
