@@ -9,6 +9,10 @@ Reports, for one kernel:
   spread    the median runtime over `--repeats` evaluations: (max - min) / mean of the medians
             (target: at most 3% on a CPU, 1% on an H200); with --eager, also the spread of the speedup
             over the eager reference timed in the same evaluations.
+  floor     the machine's own steadiness: before each evaluation, the problem's PyTorch reference is timed
+            in a bare loop in this process (no worker, no fresh inputs, no cache flush), and the spread of
+            those medians is printed beside the harness's. A harness cannot be steadier than its machine:
+            where the floor is above the target, the target cannot be judged there.
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from rich.console import Console
 from rich.table import Table
 
+from kforge.platforms import Platform, get_platform
+from kforge.problem import Problem, load_problem
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Verdict
@@ -39,6 +46,23 @@ def timed_evaluation(problem: Path, solution: Path, options: EvalOptions,
     if not verdict.correct:
         sys.exit(f"the benchmark kernel is not correct: {verdict.verdict}: {verdict.reason}")
     return verdict, wall
+
+
+def bare_median_ms(problem: Problem, platform: Platform, calls: int = 100) -> float:
+    """The reference's median over `calls` back-to-back calls on one input: the machine's noise alone."""
+    torch.manual_seed(0)
+    model = problem.model_class(*problem.init_inputs()).to(platform.device)
+    inputs = problem.inputs(1, device=platform.device)
+    times = []
+    with torch.no_grad():
+        for _ in range(3 + calls):
+            platform.synchronize()
+            times.append(platform.time_call(lambda: model(*inputs))[1])
+    return statistics.median(times[3:]) / 1e6
+
+
+def spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.fmean(values)
 
 
 def main() -> None:
@@ -68,13 +92,15 @@ def main() -> None:
             rows.append(("cold evaluation (wall)", f"{cold_wall:.2f} s",
                          f"build {cold.build_s:.2f} s, timed runs {cold.timing_s:.2f} s"))
 
-        overheads, medians, speedups = [], [], []
+        overheads, medians, speedups, floors = [], [], [], []
+        problem, platform = load_problem(args.problem), get_platform(args.platform)
         if args.eager:
             options = options.model_copy(update={"baselines": ("eager",)})
-        with WorkerPool(spares=1) as pool:
+        with WorkerPool(spares=2 if args.eager else 1) as pool:  # the reference takes a worker too
             timed_evaluation(args.problem, args.solution, options, pool)  # fills the pool
             for _ in range(args.repeats):
                 time.sleep(args.pause)  # the pool's spare finishes starting, as it does while an agent thinks
+                floors.append(bare_median_ms(problem, platform))  # here, while no spare is starting
                 verdict, wall = timed_evaluation(args.problem, args.solution, options, pool)
                 overheads.append(wall - (verdict.timing_s or 0.0))
                 assert verdict.timing is not None
@@ -85,18 +111,18 @@ def main() -> None:
                     against = f", eager {verdict.eager_ms:.4f} ms, speedup {verdict.speedup_vs_eager:.4f}x"
                 console.print(f"  run: median {verdict.timing.median_ms:.4f} ms (IQR {verdict.timing.iqr_ms:.4f}), "
                               f"wall {wall:.2f} s, build {verdict.build_s:.3f} s, timed {verdict.timing_s:.2f} s"
-                              + against)
+                              f"{against}; reference in a bare loop {floors[-1]:.4f} ms")
 
     rows.append(("cached evaluation: wall beyond timed runs", f"{statistics.median(overheads):.2f} s",
                  f"median of {len(overheads)}; max {max(overheads):.2f} s; target <= 1 s"))
-    spread = (max(medians) - min(medians)) / statistics.fmean(medians)
     rows.append(("median runtime over repeated evaluations", f"{statistics.fmean(medians):.4f} ms",
                  f"{len(medians)} evaluations: " + ", ".join(f"{m:.4f}" for m in medians)))
-    rows.append(("spread of the median", f"{100 * spread:.2f} %", "(max - min) / mean; target <= 3% (CPU)"))
+    rows.append(("spread of the median", f"{100 * spread(medians):.2f} %", "(max - min) / mean; target <= 3% (CPU)"))
     if speedups:
-        ratio_spread = (max(speedups) - min(speedups)) / statistics.fmean(speedups)
-        rows.append(("spread of the speedup vs eager", f"{100 * ratio_spread:.2f} %",
+        rows.append(("spread of the speedup vs eager", f"{100 * spread(speedups):.2f} %",
                      f"{statistics.fmean(speedups):.3f}x on average; (max - min) / mean"))
+    rows.append(("floor: the reference in a bare loop", f"{100 * spread(floors):.2f} %",
+                 "spread of its medians, one before each evaluation: the machine's own steadiness"))
 
     table = Table(title=f"kforge harness on {args.platform}: {args.solution}")
     for column in ("figure", "value", "detail"):

@@ -267,12 +267,18 @@ def optimize_command(
                 raise typer.Exit(EXIT_NOT_CORRECT)
             verdict = result.best.verdict
             assert verdict is not None
-            out.print(best_line(result.best.attempt_id, verdict.runtime_ms, verdict.speedup_vs_eager,
-                                verdict.speedup_vs_compile), highlight=False)
+            again = outcome.confirmation
+            shown = again if again is not None and again.correct else verdict
+            out.print(best_line(result.best.attempt_id, shown.runtime_ms, shown.speedup_vs_eager,
+                                shown.speedup_vs_compile, confirmed=shown is again), highlight=False)
             if out_file is not None:
                 out_file.parent.mkdir(parents=True, exist_ok=True)
                 out_file.write_text(result.best.source)
                 out.print(f"wrote {out_file}", highlight=False, soft_wrap=True)  # a path stays whole
+            if again is not None and not again.correct:
+                err.print(f"[bold red]the best did not pass when judged again at the end:[/] {again.verdict}: "
+                          f"{again.reason}", highlight=False)
+                raise typer.Exit(EXIT_NOT_CORRECT)
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
             StageSelectionError) as exc:
         _bad_input(str(exc), False)

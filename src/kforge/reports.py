@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from kforge.store import Attempt, Evaluation, Run, Store
+from kforge.verify.verdict import Verdict
 
 
 def _fmt(value: float | None, unit: str = "", digits: str = ".4g") -> str:
@@ -72,8 +73,9 @@ def _llm_usage(usage: dict[str, Any]) -> str:
 
 
 def best_line(attempt_id: int | None, runtime_ms: float | None, vs_eager: float | None = None,
-              vs_compile: float | None = None) -> str:
-    """One line for a run's best attempt; a correct one that was not timed (no timing on its platform) says so."""
+              vs_compile: float | None = None, confirmed: bool = False) -> str:
+    """One line for a run's best attempt; a correct one that was not timed (no timing on its platform) says so.
+    `confirmed`: the figures are those of the best judged again at the run's end (pipelines/confirm.py)."""
     if attempt_id is None:
         return "best: none correct"
     line = f"best: attempt {attempt_id}, " + ("correct (not timed on this platform)" if runtime_ms is None
@@ -82,7 +84,18 @@ def best_line(attempt_id: int | None, runtime_ms: float | None, vs_eager: float 
         line += f", {vs_eager:.2f}x vs eager"
     if vs_compile:
         line += f", {vs_compile:.2f}x vs torch.compile"
+    if confirmed:
+        line += " (judged again at the end, timed in turn with the reference)"
     return line
+
+
+def confirmation_of(store: Store, run_id: int, attempt_id: int) -> Verdict | None:
+    """The verdict of `attempt_id` judged again at the end of the run, if that is what the run recorded."""
+    run = store.get_run(run_id)
+    record = run.confirmation if run is not None else None
+    if not record or record.get("attempt_id") != attempt_id:
+        return None
+    return Verdict.model_validate(record["verdict"])
 
 
 def stored_best_line(store: Store, run_id: int) -> str:
@@ -90,8 +103,15 @@ def stored_best_line(store: Store, run_id: int) -> str:
     best = store.best_attempt(run_id)
     if best is None:
         return best_line(None, None)
-    return best_line(best.attempt.id, best.evaluation.runtime_ms, best.evaluation.speedup_vs_eager,
+    again = confirmation_of(store, run_id, best.attempt.id)
+    if again is not None and again.correct:
+        return best_line(best.attempt.id, again.runtime_ms, again.speedup_vs_eager, again.speedup_vs_compile,
+                         confirmed=True)
+    line = best_line(best.attempt.id, best.evaluation.runtime_ms, best.evaluation.speedup_vs_eager,
                      best.evaluation.speedup_vs_compile)
+    if again is not None:
+        line += f"; judged again at the end: {again.verdict}: {again.reason}"
+    return line
 
 
 def costs_line(store: Store, run_id: int) -> str:
@@ -113,6 +133,7 @@ def run_record(store: Store, run_id: int) -> dict[str, Any]:
                 "problem": run.problem_path, "problem_hash": run.problem_hash, "platform": run.platform,
                 "language": run.language, "model": run.model, "settings": run.settings},
         "best_attempt": best.attempt.id if best else None,
+        "confirmation": run.confirmation,
         "attempts": [_attempt_record(a, store.evaluation_of(a.id)) for a in store.attempts_of(run_id)],
         "llm": {"calls": costs.calls, "cached_calls": costs.cached_calls, "prompt_tokens": costs.prompt_tokens,
                 "completion_tokens": costs.completion_tokens, "cost_usd": costs.cost_usd},

@@ -38,6 +38,10 @@ def test_builtin_engine_writes_a_correct_faster_solution_and_resumes_without_red
         best = store.best_attempt(run.id)
         assert best is not None and best.attempt.source == source
         assert best.evaluation.speedup_vs_eager is not None and best.evaluation.speedup_vs_eager > 1.0
+        # The best was judged again at the end, eager timed in turn beside it, and the last line shows that.
+        assert run.confirmation is not None and run.confirmation["attempt_id"] == best.attempt.id
+        assert run.confirmation["verdict"]["verdict"] == "correct" and run.confirmation["verdict"]["eager_ms"]
+        assert "judged again at the end" in result.stdout
         judged = len(attempts)
     resumed = optimize("--resume", str(run.id), "--db", db, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -24,6 +24,7 @@ from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.baselines import RunBaselines
 from kforge.pipelines.builtin import BuiltinRun, allows_vendor_gemm, stage_engine
+from kforge.pipelines.confirm import confirm_best
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
 from kforge.pipelines.profiles import profile_candidate
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
@@ -97,6 +98,7 @@ class OptimizeRequest:
 class OptimizeOutcome:
     run_id: int
     result: LoopResult | StagedResult
+    confirmation: Verdict | None = None  # the best judged again at the end (pipelines/confirm.py)
 
 
 def start_run(store: Store, request: OptimizeRequest) -> int:
@@ -151,8 +153,8 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
             result: LoopResult | StagedResult = pipeline.run(request.kernel.read_text() if request.kernel else None)
         else:
             result = loop.run(_builtin_start(problem, request, store, run_id, evaluator, on_event))
-        _record_best(store, run_id, result)
-    return OptimizeOutcome(run_id, result)
+        confirmation = _settle_best(store, run_id, result, problem, options, Path(workdir), pool, on_event)
+    return OptimizeOutcome(run_id, result, confirmation)
 
 
 @contextmanager
@@ -169,10 +171,15 @@ def _marking_status(store: Store, run_id: int) -> Iterator[None]:
         store.finish_run(run_id, status)  # type: ignore[arg-type]
 
 
-def _record_best(store: Store, run_id: int, result: LoopResult | StagedResult) -> None:
-    """The pipeline's best (faster beyond noise), so that `kforge show` and `export` name the same attempt."""
-    if result.best is not None:
-        store.record_best(run_id, result.best.attempt_id)
+def _settle_best(store: Store, run_id: int, result: LoopResult | StagedResult, problem: Problem,
+                 options: EvalOptions, workdir: Path, pool: WorkerPool, on_event: LoopEvent | None) -> Verdict | None:
+    """Record the pipeline's best (faster beyond noise), so that `kforge show` and `export` name the same
+    attempt, then judge it again with the reference timed beside it (pipelines/confirm.py)."""
+    if result.best is None:
+        return None
+    store.record_best(run_id, result.best.attempt_id)
+    return confirm_best(store, run_id, problem.path, result.best, _candidate_file(workdir, result.best.source),
+                        options, pool, on_event)
 
 
 def check_builtin(request: OptimizeRequest) -> None:
@@ -194,8 +201,8 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, Path(workdir), on_event))
         result = engine.run(problem, vendor_gemm=allows_vendor_gemm(options.policy))
-        _record_best(store, run_id, result)
-    return OptimizeOutcome(run_id, result)
+        confirmation = _settle_best(store, run_id, result, problem, options, Path(workdir), pool, on_event)
+    return OptimizeOutcome(run_id, result, confirmation)
 
 
 def _builtin_start(problem: Problem, request: OptimizeRequest, store: Store, run_id: int,

@@ -243,6 +243,11 @@ class Store:
         """Name the attempt the run's pipeline chose as its best, so every report of the run names the same one."""
         self._update_run(run_id, "UPDATE runs SET best_attempt_id = ? WHERE id = ?", (attempt_id,))
 
+    def record_confirmation(self, run_id: int, attempt_id: int, verdict: Mapping[str, Any]) -> None:
+        """Keep the verdict of the run's best judged again at the run's end (`Run.confirmation`)."""
+        self._update_run(run_id, "UPDATE runs SET confirmation_json = ? WHERE id = ?",
+                         (_json({"attempt_id": attempt_id, "verdict": dict(verdict)}),))
+
     def best_attempt(self, run_id: int) -> ScoredAttempt | None:
         """The run's best: the attempt its pipeline chose (`record_best`: faster beyond noise, not merely the
         lowest median) when it is recorded and correct; else the correct attempt with the lowest runtime, the

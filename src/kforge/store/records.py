@@ -32,6 +32,8 @@ class Run:
     finished: datetime | None
     baselines: dict[str, Any] | None = None  # the reference's timings every verdict of the run is compared with
     best_attempt_id: int | None = None  # the attempt the run's pipeline chose (Store.record_best)
+    # The best judged again when the run ended: {"attempt_id": ..., "verdict": ...} (Store.record_confirmation)
+    confirmation: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

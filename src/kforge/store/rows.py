@@ -29,6 +29,7 @@ def run_from(r: sqlite3.Row) -> Run:
         finished=_time(r["finished"]) if r["finished"] else None,
         baselines=json.loads(r["baselines_json"]) if r["baselines_json"] else None,
         best_attempt_id=r["best_attempt_id"],
+        confirmation=json.loads(r["confirmation_json"]) if r["confirmation_json"] else None,
     )
 
 

@@ -107,6 +107,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN best_attempt_id INTEGER REFERENCES attempts(id) ON DELETE SET NULL;
     """,
+    # 6: the best judged again when the run ended, the reference timed in turn beside it (pipelines/confirm.py).
+    """
+    ALTER TABLE runs ADD COLUMN confirmation_json TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
