@@ -8,7 +8,7 @@ import pytest
 
 from kforge.verify.evaluate import evaluate
 from kforge.verify.verdict import Outcome
-from tests.conftest import EXAMPLES, fast_options
+from tests.conftest import CANDIDATES, EXAMPLES, PROBLEMS, fast_options
 
 CPP_SOLUTIONS = sorted(EXAMPLES.glob("*/solution_cpp.py"))
 
@@ -39,3 +39,17 @@ def test_compile_baseline_is_timed_in_rounds_taken_in_turn_with_the_candidate() 
     assert rounds == ["the reference (eager)", "the reference under torch.compile", "the candidate"] * 3
     timing, eager = verdict.timing, verdict.eager_timing
     assert timing is not None and eager is not None and min(timing.repeats, eager.repeats) >= 3 * 2
+
+
+@pytest.mark.slow
+def test_a_reference_worker_that_dies_costs_the_baselines_not_the_candidates_verdict() -> None:
+    # The reference's worker exits while torch.compile traces (in its first round, or as eager runs after it):
+    # the candidate is still timed in every round, eager keeps what it had, and the warnings say what was lost.
+    said: list[str] = []
+    verdict = evaluate(PROBLEMS / "compile_kills_worker.py", CANDIDATES / "leaky_scale" / "honest.py",
+                       fast_options(baselines=("eager", "compile")), progress=said.append)
+    assert verdict.verdict == Outcome.CORRECT, verdict.reason
+    assert verdict.eager_ms is not None and verdict.speedup_vs_eager is not None
+    lost = [w for w in verdict.warnings if "baseline unavailable" in w or "rounds only" in w]
+    assert lost and "status 3" in " ".join(lost), verdict.warnings
+    assert sum("timing the candidate" in line for line in said) == 3

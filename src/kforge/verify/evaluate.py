@@ -343,36 +343,43 @@ class _Evaluation:
         if "compile" in self.ctx.options.baselines:
             try:
                 self.load(reference_worker, solution=None, compile_model=True, role="compile")
-                series.append(_Series("compile", reference_worker, trusted=True, optional=True))
+                series.append(_Series("compile", reference_worker, trusted=True))
             except _Failed as failure:
                 self.warnings.append(f"torch.compile baseline unavailable: {failure}")
         return series
 
     def time_in_rounds(self, series: list[_Series]) -> dict[str, TimingStats | None]:
-        """Time every series in `settings.rounds` rounds taken in turn (eager, candidate, compile, eager, ...);
-        each series' figures are all its rounds' calls together. A slow stretch of the machine then lands on
-        every series rather than on one, and the speedups between them stay put."""
+        """Time every series in `settings.rounds` rounds taken in turn, in the order given (eager, compile,
+        candidate, eager, ...); each series' figures are all its rounds' calls together. A slow stretch of the
+        machine then lands on every series rather than on one, and the speedups between them stay put.
+
+        A candidate that fails ends the evaluation. A baseline that fails is timed no further and keeps the
+        rounds it completed (none: no figure), with a warning; when its failure took the reference's worker
+        down, so is every baseline sharing that worker. The candidate's verdict never pays for the reference.
+        """
         ctx = self.ctx
         rounds = ctx.options.timing.rounds
         for index in range(rounds):
             for one in series:
-                if one.failed:
+                if one.stopped:
                     continue
-                what = {"candidate": "the candidate", "eager": "the reference (eager)",
-                        "compile": "the reference under torch.compile"}[one.name]
-                first = " (the first run compiles)" if one.name == "compile" and index == 0 else ""
-                ctx.progress(f"timing {what}{first}, round {index + 1} of {rounds}")
+                compiles = " (the first run compiles)" if one.name == "compile" and index == 0 else ""
+                ctx.progress(f"timing {one.title}{compiles}, round {index + 1} of {rounds}")
                 try:
                     times, bound = self.time(one.worker, one.trusted, index, role=one.name)
                 except _Failed as failure:
-                    if not one.optional:
+                    if not one.trusted:
                         raise
-                    one.failed = True
-                    self.warnings.append(f"torch.compile baseline unavailable: {failure}")
+                    down = [other for other in series if other.worker is one.worker and not other.stopped]
+                    for other in down if not one.worker.alive() else [one]:
+                        other.stopped = True
+                        cause = str(failure) if other is one else f"its worker died with {one.title}"
+                        self.warnings.append(other.baseline_warning(cause, rounds))
                     continue
                 one.times.extend(times)
                 one.bound.extend(bound)
-        return {one.name: None if one.failed else summarize(one.times, one.bound) for one in series}
+                one.rounds_done += 1
+        return {one.name: summarize(one.times, one.bound) if one.times else None for one in series}
 
     def time(self, worker: Worker, trusted: bool, round_index: int = 0,
              role: str | None = None) -> tuple[list[int], list[bool]]:
@@ -469,17 +476,31 @@ class _Evaluation:
             warnings=self.warnings)
 
 
+_SERIES_TITLES = {"candidate": "the candidate", "eager": "the reference (eager)",
+                   "compile": "the reference under torch.compile"}
+
+
 @dataclass
 class _Series:
     """One thing being timed in rounds: its worker, the name its model was loaded under, its calls so far."""
 
     name: str  # "candidate", "eager" or "compile"
     worker: Worker
-    trusted: bool
-    optional: bool = False  # a failure drops the series with a warning instead of ending the evaluation
-    failed: bool = False
+    trusted: bool  # a reference: its failure costs its own figure, never the candidate's verdict
+    stopped: bool = False  # failed, or its worker died: timed no further
+    rounds_done: int = 0
     times: list[int] = field(default_factory=list)
     bound: list[bool] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return _SERIES_TITLES[self.name]
+
+    def baseline_warning(self, cause: str, rounds: int) -> str:
+        label = "torch.compile" if self.name == "compile" else self.name
+        if not self.rounds_done:
+            return f"{label} baseline unavailable: {cause}"
+        return f"{label} baseline timed in {self.rounds_done} of {rounds} rounds only: {cause}"
 
 
 def _trial_seed(options: EvalOptions, trial: int) -> int:

@@ -192,6 +192,9 @@ class Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
     def close(self) -> None:
         # Killed rather than asked to exit: a worker holds nothing worth flushing, and an interpreter with
         # torch loaded takes a second or two to shut down politely.
