@@ -88,3 +88,14 @@ def test_optimize_with_an_untimed_best_says_so(tmp_path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "correct (not timed on this platform)" in result.stdout and f"wrote {out}" in result.stdout
     assert "Traceback" not in result.stderr and "@triton.jit" in out.read_text()
+
+
+def test_rounds_are_an_option_and_must_be_at_least_one() -> None:
+    honest = CANDIDATES / "leaky_scale" / "honest.py"
+    fast_with_eager = [*FAST[:-1], "--baseline", "eager"]
+    result = kforge("eval", PROBLEMS / "leaky_scale.py", honest, *fast_with_eager, "--rounds", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["correct"] is True and record["eager_ms"] > 0 and record["speedup_vs_eager"] > 0
+    refused = kforge("eval", PROBLEMS / "leaky_scale.py", honest, *FAST, "--rounds", "0")
+    assert refused.returncode == 2 and "rounds" in refused.stderr.lower()

@@ -59,6 +59,9 @@ def eval_command(
     no_baselines: Annotated[bool, typer.Option("--no-baselines", help="Time only the candidate.")] = False,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
     rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    rounds: Annotated[int, typer.Option(min=1, help=(
+        "Rounds each measurement's timed calls are split into, taken in turn by the candidate and the "
+        "baselines, so that a slow stretch of the machine weighs on all of them alike."))] = TimingSettings().rounds,
     allow_vendor_gemm: Annotated[bool, typer.Option(
         help="Let the candidate call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN).")] = False,
     allow_op: Annotated[list[str] | None, typer.Option(help="Allow one more ATen operator, e.g. aten::mm.")] = None,
@@ -77,7 +80,8 @@ def eval_command(
         _bad_input(f"unknown baseline {', '.join(sorted(unknown))}; choose eager or compile", as_json)
     options = EvalOptions(platform=platform, language=language, timeout_s=timeout, build_timeout_s=build_timeout,
                           memory_mb=memory_mb or None, trials=trials, seed=seed, baselines=baselines,
-                          measure=not no_timing, policy=policy, timing=TimingSettings(rep_ms=rep_ms))
+                          measure=not no_timing, policy=policy,
+                          timing=TimingSettings(rep_ms=rep_ms, rounds=rounds))
     try:
         if as_json:
             verdict = evaluate(problem, solution, options)
