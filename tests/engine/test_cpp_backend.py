@@ -73,7 +73,7 @@ def test_a_second_reduction_is_refused_in_one_line(tmp_path: Path) -> None:
 
 JUDGED = [ENGINE_PROBLEMS / name for name in ("unary_zoo.py", "norm_relu.py", "ea_conv2d_clamps.py",
                                               "ea_bmm_logsoftmax.py", "ea_linear_row_sum.py", "ea_size_one.py",
-                                              "seq_logmeanexp.py", "masked_softmax.py")]
+                                              "seq_logmeanexp.py", "masked_softmax.py", "mask_logic.py")]
 
 
 @pytest.mark.slow

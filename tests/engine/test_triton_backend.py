@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from kforge.engine import ir
+from kforge.engine.capture import LoweringError
 from kforge.engine.ir import Node, Program, TensorSpec, make_attrs
 from kforge.engine.propose import propose
 from kforge.engine.triton_backend import Unsupported, variants
@@ -234,7 +235,7 @@ def test_an_epilogue_that_broadcasts_the_product_gets_its_own_kernel(tmp_path: P
         _judge(tmp_path, "linear_broadcast_add", variant.source)
 
 
-@pytest.mark.parametrize("name", ["masked_linear", "masked_softmax"])
+@pytest.mark.parametrize("name", ["masked_linear", "masked_softmax", "mask_logic"])
 def test_comparisons_and_where_are_fused(tmp_path: Path, name: str) -> None:
     # Masks held as 1.0/0.0 in the kernel: multiplied, cast, and selecting (a where of -inf before a softmax).
     found = propose(load_problem(FOLDER / f"{name}.py"), "triton", limit=2).variants
@@ -243,8 +244,35 @@ def test_comparisons_and_where_are_fused(tmp_path: Path, name: str) -> None:
         _judge(tmp_path, name, variant.source)
 
 
+NOT_A_MASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.logical_and(x, x > 0).float() * x
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_logical_ops_take_masks_only(tmp_path: Path) -> None:
+    # logical_and of a float tensor tests it against zero: the kernels' product of 1.0/0.0 masks would not.
+    path = tmp_path / "not_a_mask.py"
+    path.write_text(NOT_A_MASK)
+    with pytest.raises(LoweringError, match=r"logical_and \(of values that are not masks\)"):
+        propose(load_problem(path), "triton", limit=1)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["masked_linear", "masked_softmax"])
+@pytest.mark.parametrize("name", ["masked_linear", "masked_softmax", "mask_logic"])
 def test_comparisons_and_where_compile_and_run_on_the_gpu(tmp_path: Path, name: str, pool: WorkerPool) -> None:
     # The interpreter does not type-check masks; the GPU compiler does (i1 against fp32 in tl.where).
     found = propose(load_problem(FOLDER / f"{name}.py"), "triton", limit=2).variants

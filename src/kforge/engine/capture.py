@@ -114,18 +114,23 @@ _UNARY_FUNCTIONS: dict[Any, str] = {
     torch.special.erf: "erf", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
     torch.relu: "relu", F.relu: "relu", F.silu: "silu", F.mish: "mish", F.hardsigmoid: "hardsigmoid",
     F.hardswish: "hardswish", math.log: "log", math.sqrt: "sqrt", math.exp: "exp",
+    operator.invert: "logical_not", torch.logical_not: "logical_not",
 }
 _UNARY_METHODS = {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin",
-                  "cos", "erf", "sigmoid", "tanh", "relu"}
+                  "cos", "erf", "sigmoid", "tanh", "relu", "logical_not"}
 _BINARY_FUNCTIONS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
     torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
     torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
     operator.gt: "gt", torch.gt: "gt", operator.ge: "ge", torch.ge: "ge", operator.lt: "lt", torch.lt: "lt",
     operator.le: "le", torch.le: "le", operator.eq: "eq", torch.eq: "eq", operator.ne: "ne", torch.ne: "ne",
+    operator.and_: "logical_and", torch.logical_and: "logical_and", operator.or_: "logical_or",
+    torch.logical_or: "logical_or",
 }
 _BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
-                   "minimum": "minimum", "pow": "pow", **{op: op for op in ir.COMPARE_OPS}}
+                   "minimum": "minimum", "pow": "pow", **{op: op for op in ir.COMPARE_OPS},
+                   "logical_and": "logical_and", "logical_or": "logical_or", "__and__": "logical_and",
+                   "__or__": "logical_or"}
 _CAST_METHODS = {"float", "to", "type_as"}  # to a float dtype (a cast to anything else is refused)
 _REFLECTED = {"radd": "add", "rsub": "sub", "rmul": "mul", "rdiv": "div", "rtruediv": "div"}
 _REDUCE_FUNCTIONS: dict[Any, str] = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
@@ -193,8 +198,10 @@ class _Lowerer:
 
     def _emit(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
         shape, dtype, static = self._meta(fx_node.name)
-        if dtype == "bool" and op not in ir.COMPARE_OPS:  # kernels hold booleans as 1.0/0.0: only compare
+        if dtype == "bool" and op not in ir.BOOLEAN_RESULT_OPS:  # kernels hold booleans as 1.0/0.0
             raise cannot_lower(f"{op} (with a boolean result)")
+        if op in ir.LOGICAL_OPS and not all(self._is_mask(arg) for arg in args):
+            raise cannot_lower(f"{op} (of values that are not masks)")
         node = ir.Node(fx_node.name, op, args, shape, dtype, ir.make_attrs(**attrs), static)
         if op in ir.HEAVY_OPS:
             if self.heavy is not None or self.nodes:
@@ -410,6 +417,10 @@ class _Lowerer:
         if not isinstance(condition, str):
             raise cannot_lower("where (with a condition that is no tensor)")
         return self._emit(node, "where", (condition, *_operands("where", a, b)))
+
+    def _is_mask(self, value: Any) -> bool:
+        """A boolean value of the epilogue: a comparison's result, or a logical op's."""
+        return isinstance(value, str) and any(n.name == value and n.dtype == "bool" for n in self.nodes)
 
     def _is_scalar(self, value: Any) -> bool:
         return isinstance(value, str) and any(n.name == value and n.shape == () and n.dtype == "float64"

@@ -64,9 +64,12 @@ DTYPES = ("float32", "float64", "float16", "bfloat16", "bool")
 HEAVY_OPS = ("linear", "matmul", "bmm", "conv1d", "conv2d")
 UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos",
              "erf", "sigmoid", "tanh", "relu", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu",
-             "elu", "hardsigmoid", "hardswish", "clamp", "cast")
+             "elu", "hardsigmoid", "hardswish", "clamp", "cast", "logical_not")
 COMPARE_OPS = ("gt", "ge", "lt", "le", "eq", "ne")
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", *COMPARE_OPS)
+# Of booleans only (masks: comparisons' results and these ops' own), giving booleans.
+LOGICAL_OPS = ("logical_and", "logical_or", "logical_not")
+BOOLEAN_RESULT_OPS = COMPARE_OPS + LOGICAL_OPS
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", *COMPARE_OPS, "logical_and", "logical_or")
 TERNARY_OPS = ("where",)
 REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
 ROW_OPS = ("softmax", "log_softmax", "layer_norm")
@@ -328,6 +331,7 @@ _UNARY: dict[str, Any] = {
     "hardswish": lambda x, n: F.hardswish(x),
     "clamp": _clamp,
     "cast": lambda x, n: x.to(torch_dtype(n.dtype)),
+    "logical_not": lambda x, n: torch.logical_not(x),
 }
 
 
@@ -365,6 +369,8 @@ _BINARY: dict[str, Any] = {
     "minimum": _minimum,
     "pow": _pow,
     **{name: functools.partial(_compare, name) for name in COMPARE_OPS},
+    "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or,
 }
 
 
