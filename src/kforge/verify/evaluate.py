@@ -32,7 +32,7 @@ from kforge.verify.policy import Policy, judge_dispatched_ops
 from kforge.verify.sandbox import Limits, Worker, WorkerFailure, WorkerPool
 from kforge.verify.static_check import check_source
 from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, host_bound_warning, summarize
-from kforge.verify.verdict import Baselines, Outcome, TimingStats, Verdict, speedup
+from kforge.verify.verdict import Baselines, Outcome, TimingStats, Verdict
 
 Progress = Callable[[str], None]
 
@@ -319,7 +319,7 @@ class _Evaluation:
         ctx = self.ctx
         if ctx.pool is not None:
             ctx.pool.settle()
-        series = [_Series("candidate", worker, trusted=False)]
+        series = [_Series("candidate", worker)]
         if reference_worker is not None:
             self.ready(reference_worker)
             series = self.reference_series(reference_worker) + series
@@ -339,11 +339,11 @@ class _Evaluation:
         series = []
         if "eager" in self.ctx.options.baselines:
             self.load(reference_worker, solution=None, compile_model=False, role="eager")
-            series.append(_Series("eager", reference_worker, trusted=True))
+            series.append(_Series("eager", reference_worker))
         if "compile" in self.ctx.options.baselines:
             try:
                 self.load(reference_worker, solution=None, compile_model=True, role="compile")
-                series.append(_Series("compile", reference_worker, trusted=True))
+                series.append(_Series("compile", reference_worker))
             except _Failed as failure:
                 self.warnings.append(f"torch.compile baseline unavailable: {failure}")
         return series
@@ -467,13 +467,11 @@ class _Evaluation:
         return Verdict(
             verdict=outcome, reason=reason, rule=rule, platform=self.ctx.platform.name,
             language=self.ctx.candidate.language, runtime_ms=runtime,
-            eager_ms=eager.median_ms if eager else None, compile_ms=compiled.median_ms if compiled else None,
-            speedup_vs_eager=speedup(eager, timing), speedup_vs_compile=speedup(compiled, timing),
             max_abs_error=self.comparison.max_abs_error if compared else None,
             max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
-            trials=self.trials_run, timing=timing, eager_timing=eager, compile_timing=compiled,
-            build_s=self.build_s, eval_s=total - (self.build_s or 0.0), timing_s=self.timing_s,
-            warnings=self.warnings)
+            trials=self.trials_run, timing=timing, build_s=self.build_s, eval_s=total - (self.build_s or 0.0),
+            timing_s=self.timing_s, warnings=self.warnings,
+        ).with_baselines(Baselines(eager=eager, compiled=compiled))
 
 
 _SERIES_TITLES = {"candidate": "the candidate", "eager": "the reference (eager)",
@@ -486,11 +484,15 @@ class _Series:
 
     name: str  # "candidate", "eager" or "compile"
     worker: Worker
-    trusted: bool  # a reference: its failure costs its own figure, never the candidate's verdict
     stopped: bool = False  # failed, or its worker died: timed no further
     rounds_done: int = 0
     times: list[int] = field(default_factory=list)
     bound: list[bool] = field(default_factory=list)
+
+    @property
+    def trusted(self) -> bool:
+        """A reference: its failure costs its own figure, never the candidate's verdict."""
+        return self.name != "candidate"
 
     @property
     def title(self) -> str:
