@@ -159,9 +159,13 @@ class ClockReadings:
 
 # A call's second-clock reading exceeds its timer reading by the timer's own overhead (a lambda; on a GPU,
 # recording events and a device-wide synchronization, seen at 20-70 us a call on an H200): allow this much
-# per call, or half the total, whichever is larger. A timer rebound to report nothing still fails.
+# per call, or half the call, whichever is larger. A timer rebound to report nothing still fails.
 _PER_CALL_SLACK_NS = 250_000
 _HARNESS_SLACK_NS = 2_000_000_000
+# A busy machine can pause the worker between the second clock's reading and the timer's, so a few calls may
+# disagree honestly. A timer that under-reports this small a share of calls cannot move their median, the
+# figure every verdict reports, by more than the calls' own spread; a larger share is tampering.
+_DISAGREEING_CALL_SHARE = 0.1
 
 
 def clock_disagreement(readings: ClockReadings) -> str | None:
@@ -172,14 +176,16 @@ def clock_disagreement(readings: ClockReadings) -> str | None:
     candidate's reach.
     """
     timed, around = sum(readings.times_ns), sum(readings.second_clock_ns)
-    around_call = around - sum(readings.lead_in_ns)
     calls = len(readings.times_ns)
     if len(readings.second_clock_ns) != calls or around > readings.loop_ns or readings.loop_ns > readings.elapsed_ns:
         return "the worker's clocks contradict each other or the harness's clock"
-    if (around_call - timed > max(0.5 * around_call, _PER_CALL_SLACK_NS * calls)
-            or timed > around + _PER_CALL_SLACK_NS * calls):
-        return (f"the timer reports {timed / 1e6:.3f} ms of calls where a second clock saw {around / 1e6:.3f} ms: "
-                "the timer was tampered with")
+    lead_in = readings.lead_in_ns if len(readings.lead_in_ns) == calls else [0] * calls
+    disagreeing = sum(1 for reported, seen, held in zip(readings.times_ns, readings.second_clock_ns, lead_in,
+                                                        strict=True)
+                      if seen - held - reported > max(0.5 * (seen - held), _PER_CALL_SLACK_NS))
+    if disagreeing > max(1, _DISAGREEING_CALL_SHARE * calls) or timed > around + _PER_CALL_SLACK_NS * calls:
+        return (f"the timer reports {timed / 1e6:.3f} ms of calls where a second clock saw {around / 1e6:.3f} ms "
+                f"({disagreeing} of {calls} calls disagree): the timer was tampered with")
     if readings.elapsed_ns - readings.loop_ns > max(_HARNESS_SLACK_NS, 0.5 * readings.elapsed_ns):
         return (f"the worker reports a {readings.loop_ns / 1e6:.1f} ms timing loop, but the harness waited "
                 f"{readings.elapsed_ns / 1e6:.1f} ms for it: the worker's clocks were stopped")
