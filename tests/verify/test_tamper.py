@@ -18,3 +18,18 @@ def test_patched_cuda_event_timer_is_seen(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_cuda_platforms_captured_primitives_are_watched() -> None:
     assert {"_synchronize", "_record", "_elapsed_time", "_clock"} <= set(WATCHED["kforge.platforms.cuda"])
     assert "memory_snapshot" in WATCHED["torch.cuda"]
+
+
+def test_every_watched_name_exists() -> None:
+    # A watched name that a rename left behind would be watched as "absent" and never be seen changing.
+    import importlib
+    import inspect
+
+    for owner, names in WATCHED.items():
+        try:
+            holder = importlib.import_module(owner)
+        except ImportError:
+            module, _, cls = owner.rpartition(".")
+            holder = getattr(importlib.import_module(module), cls)
+        for name in names:
+            assert inspect.getattr_static(holder, name, None) is not None, f"{owner}.{name}"

@@ -29,7 +29,8 @@ WATCHED: dict[str, tuple[str, ...]] = {
     "kforge.platforms.cuda_hold": ("_hold_kernel", "hold_device", "_grids"),
     "kforge.platforms.cuda_poison": ("_memory_snapshot", "_current_stream", "_empty"),
     "kforge.verify.tensors": ("plain_copy", "save"),
-    "kforge.verify.timing": ("_loop_clock",),
+    "kforge.verify.timing": ("second_clock",),
+    "kforge.verify.worker": ("second_clock",),
 }
 
 

@@ -19,8 +19,9 @@ import torch
 from kforge.platforms.base import Platform
 from kforge.verify.verdict import TimingStats
 
-# A second clock, captured before any candidate code is imported, for the length of the whole loop.
-_loop_clock = time.monotonic_ns
+# A second clock, captured before any candidate code is imported: around each timed call, and around the whole
+# timing request in the worker.
+second_clock = time.monotonic_ns
 
 
 _WARMUP_WALL_SHARE = 0.25
@@ -71,22 +72,22 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
         _refresh(slot, make_inputs(plan.seed + index))
         platform.flush_cache()
         platform.synchronize()
-        around_start = _loop_clock()
+        around_start = second_clock()
         result, elapsed = platform.time_call(lambda: call(slot))
-        around = _loop_clock() - around_start
+        around = second_clock() - around_start
         index += 1
         return result, elapsed, around, platform.lead_in_ns()
 
-    loop_start = _loop_clock()
+    loop_start = second_clock()
     timed_call()  # priming: first-call costs (lazy init, compilation) stay out of every figure
     warm: list[int] = []
-    warm_started = _loop_clock()
+    warm_started = second_clock()
     # Warm-up stops at its share of the wall budget too: drawing large inputs can dwarf the call itself.
     warm_wall_ns = _WARMUP_WALL_SHARE * plan.max_wall_ms * 1e6
     while len(warm) < 3 or (sum(warm) < plan.warmup_ms * 1e6 and len(warm) < plan.max_reps
-                            and _loop_clock() - warm_started < warm_wall_ns):
+                            and second_clock() - warm_started < warm_wall_ns):
         warm.append(timed_call()[1])
-    cycle = (_loop_clock() - warm_started) / len(warm)  # one call with its refresh and flush
+    cycle = (second_clock() - warm_started) / len(warm)  # one call with its refresh and flush
     estimate = max(statistics.median(warm), 1)
     reps = min(plan.max_reps, math.ceil(plan.rep_ms * 1e6 / estimate), int(plan.max_wall_ms * 1e6 / max(cycle, 1)))
     reps = max(plan.min_reps, reps)
@@ -103,7 +104,7 @@ def run_timing(call: Callable[[list[Any]], Any], make_inputs: Callable[[int], li
             run.host_bound.append(bound)
         if current in spots:
             run.spot_outputs[current] = keep(result)
-    run.loop_ns = _loop_clock() - loop_start
+    run.loop_ns = second_clock() - loop_start
     return run
 
 
@@ -145,8 +146,9 @@ def host_bound_warning(stats: TimingStats) -> str | None:
 @dataclass(frozen=True)
 class ClockReadings:
     """One timing request as seen by three clocks: the platform's timer per call, a second clock captured
-    separately around each timed call and the whole loop, both in the worker, and the harness's own wall
-    time from sending the request to reading the answer."""
+    separately around each timed call and the whole request (`loop_ns`: drawing the inputs, the loop, handing
+    the outputs over), both in the worker, and the harness's own wall time from sending the request to
+    reading the answer."""
 
     times_ns: list[int]
     second_clock_ns: list[int]

@@ -30,7 +30,7 @@ from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
 from kforge.verify.tamper import TamperWatch
-from kforge.verify.timing import TimingPlan, run_timing
+from kforge.verify.timing import TimingPlan, run_timing, second_clock
 
 _TRACEBACK_LINES = 12
 # Fresh memory poisoned before each correctness call, beyond what the allocator caches: enough for the
@@ -128,6 +128,7 @@ class WorkerState:
         return {"ops": sorted(ops)}
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
+        started = second_clock()
         problem, platform = self._ready()
         role = request.get("role")
         model = self.model if role is None else self.models.get(str(role))
@@ -147,7 +148,10 @@ class WorkerState:
             raise RequestFailed("rejected", doubt.message, rule=doubt.rule)
         tensors.save({str(index): value for index, value in result.spot_outputs.items()}, Path(request["out"]))
         return {"times_ns": result.times_ns, "second_clock_ns": result.second_clock_ns,
-                "lead_in_ns": result.lead_in_ns, "host_bound": result.host_bound, "loop_ns": result.loop_ns,
+                "lead_in_ns": result.lead_in_ns, "host_bound": result.host_bound,
+                # The whole request, not only the loop: drawing large inputs or saving large outputs takes
+                # the harness's waiting time too, and must not read as stopped clocks.
+                "loop_ns": second_clock() - started,
                 "spots": sorted(result.spot_outputs)}
 
     # ---- helpers -----------------------------------------------------------------------------------------
