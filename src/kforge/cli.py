@@ -168,6 +168,9 @@ def optimize_command(
     max_calls: Annotated[int | None, typer.Option(help="Budget: LLM calls for the run.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
     rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    timing_rounds: Annotated[int, typer.Option(min=1, help=(
+        "Rounds each measurement's timed calls are split into, taken in turn with the baselines' "
+        "(see kforge eval --rounds)."))] = TimingSettings().rounds,
     baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
     pipeline: Annotated[str, typer.Option(
         help="loop (KForge: generate, analyse, refine) or staged (Xe-Forge: analyzer, planner, stages).")] = "loop",
@@ -207,7 +210,7 @@ def optimize_command(
     try:
         settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
                                   "max_usd": max_usd, "max_calls": max_calls})
-        eval_options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms),
+        eval_options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms, rounds=timing_rounds),
                                    baselines=tuple(baseline or ("eager", "compile")))
         with Store(settings.db_path) as store:
             if resume is not None:

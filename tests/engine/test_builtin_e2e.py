@@ -25,7 +25,8 @@ def optimize(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_builtin_engine_writes_a_correct_faster_solution_and_resumes_without_redoing_work(tmp_path: Path) -> None:
     db, out = tmp_path / "runs.db", tmp_path / "best.py"
     result = optimize(EXAMPLES / "gated_channel_scale" / "problem.py", "--model", "builtin", "--platform", "cpu",
-                      "--out", out, "--db", db, "--baseline", "eager", "--rep-ms", "200", cwd=tmp_path)
+                      "--out", out, "--db", db, "--baseline", "eager", "--rep-ms", "200", "--timing-rounds", "2",
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "vs eager" in result.stdout and f"wrote {out}" in result.stdout
     source = out.read_text()
@@ -34,6 +35,7 @@ def test_builtin_engine_writes_a_correct_faster_solution_and_resumes_without_red
         run = store.list_runs()[0]
         attempts = store.attempts_of(run.id)
         assert run.model == "builtin" and attempts
+        assert run.settings["eval"]["timing"]["rounds"] == 2  # kept for --resume
         assert all(a.made_by.startswith("builtin") for a in attempts)
         best = store.best_attempt(run.id)
         assert best is not None and best.attempt.source == source
