@@ -18,6 +18,25 @@ def test_problem_loads_and_draws_reproducible_inputs() -> None:
     assert problem.make_model(1).scale.equal(problem.make_model(1).scale)
 
 
+def test_inputs_drawn_with_numpy_and_random_are_reproducible_too() -> None:
+    problem = load_problem(PROBLEMS / "leaky_scale_host_rngs.py")
+    first, again = problem.inputs(seed=5), problem.inputs(seed=5)
+    assert first[0].equal(again[0])
+    assert not first[0].equal(problem.inputs(seed=6)[0])
+
+
+@pytest.mark.slow
+def test_an_honest_kernel_is_correct_on_a_problem_drawing_with_numpy_and_random() -> None:
+    # Unseeded, each worker drew other inputs than the harness, and the honest kernel was judged incorrect
+    # ("modified input 0 in place").
+    from kforge.verify.evaluate import evaluate
+    from kforge.verify.verdict import Outcome
+    from tests.conftest import fast_options
+
+    verdict = evaluate(PROBLEMS / "leaky_scale_host_rngs.py", CANDIDATES / "leaky_scale" / "honest.py", fast_options())
+    assert verdict.verdict == Outcome.CORRECT, verdict.reason
+
+
 def test_variants_are_counted_and_drawn() -> None:
     problem = load_problem(PROBLEMS / "variants_sum_rows.py")
     assert problem.variant_count() == 3

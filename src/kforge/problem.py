@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import importlib.util
 import itertools
+import random
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -28,6 +29,17 @@ REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 LANGUAGES = ("cpp", "cuda", "triton")
 
 _module_counter = itertools.count()
+
+
+def seed_everything(seed: int) -> None:
+    """Seed every generator a problem's code may draw from: torch's (on every device), Python's `random`, and
+    NumPy's global one where the problem imported NumPy. Every party that draws with one seed (the workers, the
+    harness) must see the same values, whichever of them `get_inputs` uses."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
 
 
 class ProblemError(ValueError):
@@ -97,12 +109,12 @@ class Problem:
         return list(self.module.get_init_inputs())
 
     def make_model(self, seed: int) -> torch.nn.Module:
-        torch.manual_seed(seed)
+        seed_everything(seed)
         return self.model_class(*self.init_inputs())
 
     def input_sets(self, seed: int) -> list[list[Any]]:
         """The main input list and every variant, all drawn after seeding with `seed`."""
-        torch.manual_seed(seed)
+        seed_everything(seed)
         sets = [list(self.module.get_inputs())]
         if self.has_variants:
             sets.extend(list(variant) for variant in self.module.get_input_variants())
@@ -127,7 +139,7 @@ class Problem:
         return _moved(drawn, device) if device is not None else drawn
 
     def _draw(self, seed: int, variant: int, device: torch.device | None) -> list[Any]:
-        torch.manual_seed(seed)
+        seed_everything(seed)
         with torch.device(device) if device is not None else contextlib.nullcontext():
             if variant == 0:
                 return list(self.module.get_inputs())

@@ -25,7 +25,7 @@ import torch
 # Importing the platforms (cpu, cuda) captures their clocks, events and synchronize before any candidate
 # code exists in this process.
 from kforge.platforms import Platform, get_platform
-from kforge.problem import Problem, import_file, load_problem
+from kforge.problem import Problem, import_file, load_problem, seed_everything
 from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
@@ -74,7 +74,7 @@ class WorkerState:
             model_class = getattr(module, "ModelNew", None)
             if model_class is None:
                 raise RequestFailed("runtime_error", "the solution defines no ModelNew")
-        torch.manual_seed(seed)
+        seed_everything(seed)
         try:
             model = model_class(*self.problem.init_inputs())
             model = model.to(self.platform.device) if isinstance(model, torch.nn.Module) else model
