@@ -37,6 +37,20 @@ def test_an_honest_kernel_is_correct_on_a_problem_drawing_with_numpy_and_random(
     assert verdict.verdict == Outcome.CORRECT, verdict.reason
 
 
+@pytest.mark.slow
+def test_a_reference_returning_torchs_named_tuple_is_matched_by_a_plain_tuple() -> None:
+    # torch.max(x, dim=1) returns torch.return_types.max; outputs kept while timing refused it as an unsafe
+    # type, so the eager reference could not be timed.
+    from kforge.verify.evaluate import evaluate
+    from kforge.verify.verdict import Outcome
+    from tests.conftest import fast_options
+
+    verdict = evaluate(PROBLEMS / "row_max.py", CANDIDATES / "row_max" / "honest.py",
+                       fast_options(baselines=("eager",)))
+    assert verdict.verdict == Outcome.CORRECT, verdict.reason
+    assert verdict.eager_ms is not None and verdict.speedup_vs_eager is not None, verdict.warnings
+
+
 def test_variants_are_counted_and_drawn() -> None:
     problem = load_problem(PROBLEMS / "variants_sum_rows.py")
     assert problem.variant_count() == 3

@@ -27,3 +27,18 @@ def test_every_dtype_and_shape_compares() -> None:
     for value in (torch.ones(2, 3, dtype=torch.bool), torch.arange(6, dtype=torch.int64).reshape(3, 2),
                   torch.zeros(0), torch.tensor(3.5), torch.randn(4, 5).t(), torch.randn(3, dtype=torch.bfloat16)):
         assert same_bits(value, value.clone())
+
+
+def test_torchs_named_tuples_are_handed_over_as_plain_tuples_and_look_alikes_are_not() -> None:
+    import collections
+
+    import pytest
+
+    from kforge.verify.tensors import UnsafeOutput, plain_copy
+
+    values = torch.randn(4, 5)
+    copied = plain_copy(values.max(dim=1))
+    assert type(copied) is tuple and len(copied) == 2 and copied[0].equal(values.max(dim=1).values)
+    look_alike = collections.namedtuple("max", ["values", "indices"])
+    with pytest.raises(UnsafeOutput):
+        plain_copy(look_alike(values, values))

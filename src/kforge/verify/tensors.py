@@ -12,6 +12,10 @@ from typing import Any
 import torch
 
 _PLAIN_LEAVES = (int, float, bool, type(None), str)
+# The named tuples torch's own ops return (`x.max(dim=1)`, `torch.sort`, ...), read before any candidate code
+# exists: exactly these classes, never a look-alike, are handed over as the plain tuples they are.
+_TORCH_NAMED_TUPLES = frozenset(
+    kind for kind in vars(torch.return_types).values() if isinstance(kind, type) and issubclass(kind, tuple))
 
 
 class UnsafeOutput(ValueError):
@@ -19,13 +23,16 @@ class UnsafeOutput(ValueError):
 
 
 def plain_copy(value: Any) -> Any:
-    """A detached copy made only of exact `torch.Tensor`s, numbers and tuples/lists; UnsafeOutput otherwise."""
+    """A detached copy made only of exact `torch.Tensor`s, numbers and tuples/lists (torch's named tuples
+    become plain ones); UnsafeOutput otherwise."""
     if type(value) is torch.Tensor:
         return value.detach().clone()
     if isinstance(value, torch.Tensor):
         raise UnsafeOutput(f"output is a tensor subclass ({type(value).__qualname__}), not a plain tensor")
     if type(value) in (tuple, list):
         return type(value)(plain_copy(item) for item in value)
+    if type(value) in _TORCH_NAMED_TUPLES:
+        return tuple(plain_copy(item) for item in tuple.__iter__(value))
     if type(value) in _PLAIN_LEAVES:
         return value
     raise UnsafeOutput(f"output of type {type(value).__qualname__} is not a tensor, number or tuple/list")
