@@ -32,6 +32,7 @@ STATIC_CATCHES = [
     ("patched_timer_module", Outcome.REJECTED, "static.introspection"),
     ("process_search", Outcome.REJECTED, "static.introspection"),
     ("thread_after_return", Outcome.REJECTED, "static.concurrency"),
+    ("native_thread_after_warmup", Outcome.REJECTED, "static.cpp-concurrency"),
     ("patched_comparison", Outcome.REJECTED, "static.monkeypatch"),
     ("read_secrets", Outcome.REJECTED, "static.io"),
     ("exit_process", Outcome.REJECTED, "static.process"),
@@ -58,6 +59,7 @@ DYNAMIC_CATCHES = [
     ("patched_comparison", {Outcome.REJECTED}, "dynamic.tamper"),
     ("process_search", {Outcome.INCORRECT}, None),
     ("thread_after_return", {Outcome.REJECTED, Outcome.INCORRECT}, None),
+    ("native_thread_after_warmup", {Outcome.INCORRECT}, None),  # the outputs kept while timing are unfinished
     ("tensor_subclass", {Outcome.REJECTED}, "dynamic.output-type"),
     ("compiled", {Outcome.REJECTED}, "dynamic.framework-op"),
 ]
