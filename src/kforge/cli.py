@@ -53,7 +53,10 @@ def eval_command(
     build_timeout: Annotated[float, typer.Option(help="Seconds compiling the candidate may take.")] = 900.0,
     memory_mb: Annotated[int, typer.Option(help="Memory limit of the worker process, MiB (0: none).")] = 8192,
     trials: Annotated[int, typer.Option(min=1, help="Correctness trials, each with fresh random inputs.")] = 3,
-    seed: Annotated[int, typer.Option(help="Seed for parameters and inputs.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed the models' parameters are drawn after.")] = 0,
+    input_seed: Annotated[int | None, typer.Option(min=0, max=2**62 - 1, help=(
+        "Base of the seeds every input is drawn after. Default: a secret one for each evaluation, so that a "
+        "candidate cannot know its inputs ahead; give a verdict's input seed back to draw the same inputs."))] = None,
     baseline: Annotated[list[str] | None, typer.Option(
         help="Baselines to time: eager, compile (repeatable); default both.")] = None,
     no_baselines: Annotated[bool, typer.Option("--no-baselines", help="Time only the candidate.")] = False,
@@ -79,7 +82,8 @@ def eval_command(
     if unknown:
         _bad_input(f"unknown baseline {', '.join(sorted(unknown))}; choose eager or compile", as_json)
     options = EvalOptions(platform=platform, language=language, timeout_s=timeout, build_timeout_s=build_timeout,
-                          memory_mb=memory_mb or None, trials=trials, seed=seed, baselines=baselines,
+                          memory_mb=memory_mb or None, trials=trials, seed=seed, input_seed=input_seed,
+                          baselines=baselines,
                           measure=not no_timing, policy=policy,
                           timing=TimingSettings(rep_ms=rep_ms, rounds=rounds))
     try:
@@ -133,6 +137,9 @@ def _print_verdict(verdict: Verdict, problem: Path, solution: Path) -> None:
         table.add_row("build", f"{verdict.build_s:.1f} s")
     if verdict.eval_s is not None:
         table.add_row("evaluation", f"{verdict.eval_s:.1f} s")
+    if verdict.input_seed is not None:
+        seed = verdict.input_seed
+        table.add_row("input seed", f"{seed} (--input-seed {seed} draws these inputs again)")
     out.print(table)
     for warning in verdict.warnings:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)

@@ -85,6 +85,21 @@ def test_cache_by_address_fails() -> None:
     assert verdict.verdict == Outcome.INCORRECT, verdict.reason
 
 
+def test_answers_precomputed_for_predictable_inputs_gain_nothing() -> None:
+    # The trick draws, while it is built, the inputs a fixed rule of seeds would give the timed calls, and
+    # answers from that table. With the input seeds known (given, as for a reproduction) every timed call hits:
+    cheat = judge("precomputed_answers", input_seed=0)
+    honest = judge("honest")
+    assert cheat.verdict == Outcome.CORRECT and cheat.input_seed == 0, cheat.reason
+    assert cheat.runtime_ms is not None and honest.runtime_ms is not None
+    assert cheat.runtime_ms < 0.5 * honest.runtime_ms, (cheat.timing, honest.timing)
+    # Drawn secretly for each evaluation (the default), every call misses and pays 30 kernel runs.
+    verdict = judge("precomputed_answers")
+    assert verdict.verdict == Outcome.CORRECT and verdict.input_seed is not None, verdict.reason
+    assert verdict.runtime_ms is not None and verdict.runtime_ms > 2 * honest.runtime_ms, (verdict.timing,
+                                                                                             honest.timing)
+
+
 def test_replay_after_warmup_is_caught_by_spot_checks() -> None:
     verdict = judge("replay_after_warmup")
     assert verdict.verdict == Outcome.INCORRECT, verdict.reason

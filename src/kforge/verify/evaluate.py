@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,7 +69,11 @@ class EvalOptions(BaseModel):
     build_timeout_s: float = Field(900.0, gt=0, description="limit for compiling the candidate")
     memory_mb: int | None = Field(8192, description="resident memory limit of each worker, MiB")
     trials: int = Field(3, ge=1)
-    seed: int = 0
+    seed: int = Field(0, description="seed the models' parameters are drawn after")
+    input_seed: int | None = Field(None, ge=0, lt=2**62, description=(
+        "base of the seeds every input is drawn after (correctness trials and timed calls); None draws a "
+        "secret one for each evaluation, so a candidate cannot know its inputs ahead and answer them from a "
+        "table; the verdict tells which was used, and giving it back reproduces the same inputs"))
     baselines: tuple[str, ...] = ("eager", "compile")
     timing: TimingSettings = TimingSettings()
     measure: bool = True
@@ -94,6 +99,11 @@ class _Context:
     options: EvalOptions
     progress: Progress
     pool: WorkerPool | None
+    input_seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
+
+    def __post_init__(self) -> None:
+        if self.options.input_seed is not None:
+            self.input_seed = self.options.input_seed
 
     @property
     def cache(self) -> Path:
@@ -110,7 +120,7 @@ class _Context:
 
     @cached_property
     def reference_ops(self) -> set[str]:
-        inputs = self.problem.inputs(_trial_seed(self.options, 0), device=self.platform.device)
+        inputs = self.problem.inputs(_trial_seed(self.input_seed, 0), device=self.platform.device)
         return reference_ops(self.reference_model, inputs)
 
 
@@ -194,7 +204,7 @@ def collect_profile(problem: str | Path, solution: str | Path, options: EvalOpti
         with evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
             evaluation.load(worker, solution=context.candidate.path, compile_model=False)
-            reply = evaluation.ask(worker, {"op": "profile", "seed": _TIMING_SEED, "calls": calls},
+            reply = evaluation.ask(worker, {"op": "profile", "seed": context.input_seed + _TIMING_SEED, "calls": calls},
                                    options.timeout_s)
     except _Failed as failure:
         raise ProfileFailed(str(failure)) from None
@@ -277,7 +287,7 @@ class _Evaluation:
         ctx = self.ctx
         variants = ctx.problem.variant_count()
         for trial in range(ctx.options.trials):
-            seed = _trial_seed(ctx.options, trial)
+            seed = _trial_seed(ctx.input_seed, trial)
             for variant in range(variants):
                 label = f"trial {trial + 1}/{ctx.options.trials}" + (f", variant {variant}" if variant else "")
                 ctx.progress(f"checking correctness: {label}")
@@ -290,7 +300,7 @@ class _Evaluation:
         reference_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad():
             expected = ctx.reference_model(*reference_inputs)
-        if seed == _trial_seed(ctx.options, 0) and variant == 0:
+        if seed == _trial_seed(ctx.input_seed, 0) and variant == 0:
             warning = degenerate_warning(expected, ctx.options.tolerance)
             if warning:
                 self.warnings.append(warning)
@@ -388,7 +398,7 @@ class _Evaluation:
         settings = ctx.options.timing
         share = 1.0 / settings.rounds
         randomizer = random.Random()
-        plan = TimingPlan(seed=_TIMING_SEED + ctx.options.seed + round_index * _ROUND_SEED_STRIDE,
+        plan = TimingPlan(seed=ctx.input_seed + _TIMING_SEED + round_index * _ROUND_SEED_STRIDE,
                           warmup_ms=settings.warmup_ms * (1.0 if round_index == 0 else share),
                           rep_ms=settings.rep_ms * share, min_reps=math.ceil(settings.min_reps * share),
                           max_reps=math.ceil(settings.max_reps * share), rotate=settings.rotate,
@@ -470,7 +480,7 @@ class _Evaluation:
             max_abs_error=self.comparison.max_abs_error if compared else None,
             max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
             trials=self.trials_run, timing=timing, build_s=self.build_s, eval_s=total - (self.build_s or 0.0),
-            timing_s=self.timing_s, warnings=self.warnings,
+            timing_s=self.timing_s, warnings=self.warnings, input_seed=self.ctx.input_seed,
         ).with_baselines(Baselines(eager=eager, compiled=compiled))
 
 
@@ -505,5 +515,5 @@ class _Series:
         return f"{label} baseline timed in {self.rounds_done} of {rounds} rounds only: {cause}"
 
 
-def _trial_seed(options: EvalOptions, trial: int) -> int:
-    return options.seed * 7919 + 101 * (trial + 1)
+def _trial_seed(input_seed: int, trial: int) -> int:
+    return input_seed + 101 * (trial + 1)

@@ -82,6 +82,9 @@ class Verdict(BaseModel):
     build_s: float | None = Field(default=None, description="seconds spent compiling the candidate")
     eval_s: float | None = Field(default=None, description="seconds spent evaluating, builds excluded")
     timing_s: float | None = Field(default=None, description="seconds of eval_s spent in timing loops")
+    input_seed: int | None = Field(default=None, description=(
+        "base of the seeds the inputs were drawn after: EvalOptions.input_seed (kforge eval --input-seed) "
+        "draws the same inputs again"))
     warnings: list[str] = Field(default_factory=list)
 
     @property
