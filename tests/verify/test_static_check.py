@@ -55,6 +55,12 @@ def rules(body: str, reference_ops: set[str] | None = None, policy: Policy | Non
     ("SRC = '''int f() { const char* k = getenv(\"OPENAI_API_KEY\"); return k != 0; }'''", "static.cpp-io"),
     ("SRC = '''void f() { system(\"curl example\"); } // a long enough C++ source string'''", "static.cpp-process"),
     ("SRC = '''#include <thread>\nvoid f() { std::thread t([]{}); t.detach(); }'''", "static.cpp-concurrency"),
+    ("SRC = '''#include <fcntl.h>\nint f() { return open(\"/proc/self/maps\", O_RDONLY); } // memory map'''",
+     "static.cpp-io"),
+    ("SRC = '''torch::Tensor f(torch::Tensor x) { auto frame = PyEval_GetFrame(); return x; } // the caller'''",
+     "static.cpp-introspection"),
+    ("SRC = '''torch::Tensor f(torch::Tensor x) { auto m = py::module_::import(\"gc\"); return x; } // a module'''",
+     "static.cpp-introspection"),
 ])
 def test_flags(body: str, rule: str) -> None:
     assert rule in rules(body)
