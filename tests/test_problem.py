@@ -61,6 +61,7 @@ def test_variants_are_counted_and_drawn() -> None:
     ("import_error.py", "does not import: ModuleNotFoundError: No module named 'not_a_real_module_kforge'"),
     ("missing_names.py", "lacks get_inputs, get_init_inputs"),
     ("fails_on_inputs.py", "Model fails on get_inputs(): RuntimeError"),
+    ("dropout_in_training.py", "Model gives other outputs when called again on the same input"),
 ])
 def test_bad_problems_get_one_line(name: str, message: str) -> None:
     with pytest.raises(ProblemError) as caught:

@@ -182,14 +182,32 @@ def _check_reference_runs(problem: Problem) -> None:
         sets = problem.input_sets(seed=0)
     except BaseException as exc:
         raise ProblemError(f"problem {path.name}: get_inputs fails: {last_frame_summary(exc, path)}") from None
+    outputs = []
     for index, inputs in enumerate(sets):
         label = "get_inputs()" if index == 0 else f"input variant {index}"
         try:
             with torch.no_grad():
-                model(*inputs)
+                outputs.append(model(*inputs))
         except BaseException as exc:
             raise ProblemError(f"problem {path.name}: Model fails on {label}: "
                                f"{last_frame_summary(exc, path)}") from None
+    _check_reference_repeats(problem, model, sets[0], outputs[0])
+
+
+def _check_reference_repeats(problem: Problem, model: torch.nn.Module, inputs: list[Any], first: Any) -> None:
+    """A reference whose outputs change from call to call on one input (dropout in training mode, noise drawn
+    in forward) cannot be matched by any candidate: say so here, not as every candidate's failure."""
+    with torch.no_grad():
+        again = model(*inputs)
+    try:
+        torch.testing.assert_close(again, first, rtol=1e-2, atol=1e-2, equal_nan=True)
+    except AssertionError as exc:
+        detail = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        raise ProblemError(f"problem {problem.path.name}: Model gives other outputs when called again on the same "
+                           f"input ({detail}); kforge judges deterministic functions: draw no random numbers in "
+                           "forward (dropout: p=0, or call .eval() in __init__)") from None
+    except Exception:  # outputs assert_close cannot compare (other types): left to the harness's comparison
+        return
 
 
 @dataclass(frozen=True)
