@@ -104,5 +104,6 @@ def test_training_mode_dropout_is_not_lowered(tmp_path: Path) -> None:
                     "    def forward(self, x):\n        return self.drop(x) * 2.0\n\n"
                     "def get_inputs():\n    return [torch.randn(4, 8)]\n\n"
                     "def get_init_inputs():\n    return []\n")
+    # load_problem refuses it first (its outputs change from call to call); the engine refuses it on its own too.
     with pytest.raises(LoweringError, match=r"cannot lower aten\.dropout"):
-        capture(load_problem(path))
+        capture(load_problem(path, check_runs=False))
