@@ -33,3 +33,16 @@ def test_every_watched_name_exists() -> None:
             holder = getattr(importlib.import_module(module), cls)
         for name in names:
             assert inspect.getattr_static(holder, name, None) is not None, f"{owner}.{name}"
+
+
+def test_a_changed_numerics_setting_is_seen_and_named() -> None:
+    from kforge.verify.tamper import SettingsWatch
+
+    before = torch.get_float32_matmul_precision()
+    watch = SettingsWatch()
+    assert watch.changed() == []
+    try:
+        torch.set_float32_matmul_precision("medium" if before != "medium" else "highest")
+        assert any(change.startswith("float32 matmul precision") for change in watch.changed())
+    finally:
+        torch.set_float32_matmul_precision(before)

@@ -74,6 +74,14 @@ def test_dynamic_defences_hold_without_static_checks(candidate: str, outcomes: s
         assert verdict.rule == rule, verdict.reason
 
 
+def test_loosened_numerics_settings_are_rejected() -> None:
+    # No static rule sees a setter call or an alias; the worker compares torch's settings with its snapshot.
+    verdict = judge("loosened_precision")
+    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.settings", verdict.reason
+    assert "float32 matmul precision (highest -> " in verdict.reason
+    assert "cuBLAS TF32 (False -> True)" in verdict.reason
+
+
 def test_answer_written_over_input_fails() -> None:
     verdict = judge("answer_over_input")
     assert verdict.verdict == Outcome.INCORRECT

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Callable
 from typing import Any
+
+import torch
 
 WATCHED: dict[str, tuple[str, ...]] = {
     "time": ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns",
@@ -59,3 +62,55 @@ class TamperWatch:
         """Dotted names of the watched attributes that no longer hold what they held at the snapshot."""
         return sorted(f"{owner}.{name}" for (owner, name), ident in self._snapshot.items()
                       if _identity(owner, name) != ident)
+
+
+def _fp32_precision(backend: str, op: str) -> Callable[[], object] | None:
+    getter = getattr(torch._C, "_get_fp32_precision_getter", None)  # torch >= 2.9
+    return None if getter is None else lambda: getter(backend, op)
+
+
+# Process-wide settings that decide the numerics or the algorithms of torch's own operators, read through
+# torch's C functions captured here, before any candidate code exists (torch versions without one are skipped).
+# The reference is timed under the settings its worker started with; a candidate that changes them (TF32 or
+# bf16 for a vendor GEMM it may call, cuDNN's benchmark search) is measured under other rules.
+_SETTINGS: dict[str, Callable[[], object] | None] = {
+    "float32 matmul precision": getattr(torch._C, "_get_float32_matmul_precision", None),
+    "cuBLAS TF32": getattr(torch._C, "_get_cublas_allow_tf32", None),
+    "cuBLAS reduced-precision fp16 reductions": getattr(
+        torch._C, "_get_cublas_allow_fp16_reduced_precision_reduction", None),
+    "cuBLAS reduced-precision bf16 reductions": getattr(
+        torch._C, "_get_cublas_allow_bf16_reduced_precision_reduction", None),
+    "cuDNN TF32": getattr(torch._C, "_get_cudnn_allow_tf32", None),
+    "cuDNN benchmark": getattr(torch._C, "_get_cudnn_benchmark", None),
+    "default dtype": torch.get_default_dtype,
+    **{f"{backend} {op} fp32 precision": _fp32_precision(backend, op)
+       for backend, op in (("cuda", "matmul"), ("cudnn", "conv"), ("mkldnn", "matmul"), ("mkldnn", "conv"))},
+}
+
+
+def _read_settings() -> dict[str, object]:
+    values = {}
+    for label, read in _SETTINGS.items():
+        if read is None:
+            continue
+        try:
+            values[label] = read()
+        except Exception:  # a getter this build of torch does not support
+            continue
+    return values
+
+
+_UNREADABLE = object()
+
+
+class SettingsWatch:
+    """Snapshot of torch's process-wide numerics settings, taken before a candidate is imported."""
+
+    def __init__(self) -> None:
+        self._snapshot = _read_settings()
+
+    def changed(self) -> list[str]:
+        """'label (before -> after)' for each setting that no longer holds its snapshot's value."""
+        now = _read_settings()
+        return [f"{label} ({before} -> {now.get(label, 'unreadable')})" for label, before in self._snapshot.items()
+                if now.get(label, _UNREADABLE) != before]

@@ -29,7 +29,7 @@ from kforge.problem import Problem, import_file, load_problem, seed_everything
 from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
-from kforge.verify.tamper import TamperWatch
+from kforge.verify.tamper import SettingsWatch, TamperWatch
 from kforge.verify.timing import TimingPlan, run_timing, second_clock
 
 _TRACEBACK_LINES = 12
@@ -55,6 +55,7 @@ class WorkerState:
         self.builds = BuildRecorder(cache_dir)
         self.builds.install()
         self.watch = TamperWatch()
+        self.settings: SettingsWatch | None = None  # taken once the problem is imported, before any candidate
         self.platform: Platform | None = None
         self.problem: Problem | None = None
         self.model: Any = None  # the model loaded last: what `run` and `profile` call
@@ -70,6 +71,7 @@ class WorkerState:
         if solution is None:
             model_class = self.problem.model_class
         else:
+            self.settings = self.settings or SettingsWatch()
             module = self._import_candidate(Path(solution))
             model_class = getattr(module, "ModelNew", None)
             if model_class is None:
@@ -207,6 +209,11 @@ class WorkerState:
         if changed:
             raise RequestFailed("rejected", f"the candidate rebound {', '.join(changed[:5])}",
                                 rule="dynamic.tamper")
+        settings = self.settings.changed() if self.settings is not None else []
+        if settings:
+            raise RequestFailed("rejected", f"the candidate changed torch's settings: {', '.join(settings)}; "
+                                "the reference is timed under the ones its worker started with",
+                                rule="dynamic.settings")
 
 
 def _tensor_bytes(values: list[Any]) -> int:
