@@ -33,6 +33,7 @@ STATIC_CATCHES = [
     ("process_search", Outcome.REJECTED, "static.introspection"),
     ("thread_after_return", Outcome.REJECTED, "static.concurrency"),
     ("native_thread_after_warmup", Outcome.REJECTED, "static.cpp-concurrency"),
+    ("raised_priority", Outcome.REJECTED, "static.cpp-process"),
     ("patched_comparison", Outcome.REJECTED, "static.monkeypatch"),
     ("read_secrets", Outcome.REJECTED, "static.io"),
     ("exit_process", Outcome.REJECTED, "static.process"),
@@ -80,6 +81,13 @@ def test_loosened_numerics_settings_are_rejected() -> None:
     assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.settings", verdict.reason
     assert "float32 matmul precision (highest -> " in verdict.reason
     assert "cuBLAS TF32 (False -> True)" in verdict.reason
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="raising a priority needs root")
+def test_a_raised_priority_is_rejected_without_static_checks() -> None:
+    verdict = judge("raised_priority", STATIC_OFF)
+    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.scheduling", verdict.reason
+    assert "nice 0 -> -5" in verdict.reason
 
 
 def test_answer_written_over_input_fails() -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -114,3 +116,39 @@ class SettingsWatch:
         now = _read_settings()
         return [f"{label} ({before} -> {now.get(label, 'unreadable')})" for label, before in self._snapshot.items()
                 if now.get(label, _UNREADABLE) != before]
+
+
+def _thread_scheduling() -> set[tuple[int, int]]:
+    """(nice, scheduling policy) of every thread of this process, read from /proc (Linux); elsewhere the
+    calling thread's nice value only."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return {(os.getpriority(os.PRIO_PROCESS, 0), 0)} if hasattr(os, "getpriority") else set()
+    found = set()
+    for task in tasks.iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # a thread that ended while being read
+            continue
+        found.add((int(fields[16]), int(fields[38])))  # stat fields 19 (nice) and 41 (policy)
+    return found
+
+
+class SchedulingWatch:
+    """The priorities the worker's threads ran at before the candidate was imported. A candidate that raises
+    its own priority (nice below the start's, or a real-time policy) gets more of a busy machine than the
+    reference it is compared with."""
+
+    def __init__(self) -> None:
+        before = _thread_scheduling()
+        self._nice = min((nice for nice, _ in before), default=0)
+
+    def changed(self) -> list[str]:
+        """'nice N' or 'real-time policy P' for each raised priority now held by one of the threads."""
+        raised = set()
+        for nice, policy in _thread_scheduling():
+            if nice < self._nice:
+                raised.add(f"nice {self._nice} -> {nice}")
+            if policy not in (0, 3, 5):  # SCHED_OTHER, SCHED_BATCH, SCHED_IDLE: not above the others
+                raised.add(f"real-time scheduling policy {policy}")
+        return sorted(raised)

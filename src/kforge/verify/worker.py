@@ -29,7 +29,7 @@ from kforge.problem import Problem, import_file, load_problem, seed_everything
 from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
-from kforge.verify.tamper import SettingsWatch, TamperWatch
+from kforge.verify.tamper import SchedulingWatch, SettingsWatch, TamperWatch
 from kforge.verify.timing import TimingPlan, run_timing, second_clock
 
 _TRACEBACK_LINES = 12
@@ -56,6 +56,7 @@ class WorkerState:
         self.builds.install()
         self.watch = TamperWatch()
         self.settings: SettingsWatch | None = None  # taken once the problem is imported, before any candidate
+        self.scheduling = SchedulingWatch()
         self.platform: Platform | None = None
         self.problem: Problem | None = None
         self.model: Any = None  # the model loaded last: what `run` and `profile` call
@@ -214,6 +215,11 @@ class WorkerState:
             raise RequestFailed("rejected", f"the candidate changed torch's settings: {', '.join(settings)}; "
                                 "the reference is timed under the ones its worker started with",
                                 rule="dynamic.settings")
+        raised = self.scheduling.changed() if self.candidate_loaded else []
+        if raised:
+            raise RequestFailed("rejected", f"the candidate raised its threads' priority ({', '.join(raised)}): "
+                                "the reference runs at the priority the worker started with",
+                                rule="dynamic.scheduling")
 
 
 def _tensor_bytes(values: list[Any]) -> int:
