@@ -12,7 +12,7 @@ import torch
 
 from kforge.platforms.cpu import CpuPlatform
 from kforge.verify import worker
-from kforge.verify.tamper import TamperWatch
+from kforge.verify.tamper import CandidateWatch
 from kforge.verify.worker import RequestFailed, WorkerState, serve
 
 
@@ -35,7 +35,7 @@ def state_with(platform: CpuPlatform, model: Any) -> WorkerState:
     # Built by hand: WorkerState() would install the build cache's load_inline in the test process.
     state = WorkerState.__new__(WorkerState)
     state.platform, state.problem, state.model = platform, object(), model  # type: ignore[assignment]
-    state.watch = TamperWatch()
+    state.watch = CandidateWatch()
     state.candidate_loaded = True
     return state
 

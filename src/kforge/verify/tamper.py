@@ -11,6 +11,7 @@ import importlib
 import inspect
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,40 @@ class SchedulingWatch:
             if policy not in (0, 3, 5):  # SCHED_OTHER, SCHED_BATCH, SCHED_IDLE: not above the others
                 raised.add(f"real-time scheduling policy {policy}")
         return sorted(raised)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a watch saw: the rule it breaks and a line for the verdict."""
+
+    rule: str
+    message: str
+
+
+class CandidateWatch:
+    """Everything the worker watches a candidate for: rebound functions (from the worker's start), torch's
+    settings (from just before the candidate is imported: the problem and the platform may set their own),
+    and its threads' priorities."""
+
+    def __init__(self) -> None:
+        self.functions = TamperWatch()
+        self.scheduling = SchedulingWatch()
+        self.settings: SettingsWatch | None = None
+
+    def before_candidate(self) -> None:
+        """Call right before importing the candidate: the settings it must leave as they are."""
+        self.settings = self.settings or SettingsWatch()
+
+    def finding(self, candidate_loaded: bool) -> Finding | None:
+        rebound = self.functions.changed()
+        if rebound:
+            return Finding("dynamic.tamper", f"the candidate rebound {', '.join(rebound[:5])}")
+        settings = self.settings.changed() if self.settings is not None else []
+        if settings:
+            return Finding("dynamic.settings", f"the candidate changed torch's settings: {', '.join(settings)}; "
+                                               "the reference is timed under the ones its worker started with")
+        raised = self.scheduling.changed() if candidate_loaded else []
+        if raised:
+            return Finding("dynamic.scheduling", f"the candidate raised its threads' priority ({', '.join(raised)}): "
+                                                 "the reference runs at the priority the worker started with")
+        return None

@@ -29,7 +29,7 @@ from kforge.problem import Problem, import_file, load_problem, seed_everything
 from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
-from kforge.verify.tamper import SchedulingWatch, SettingsWatch, TamperWatch
+from kforge.verify.tamper import CandidateWatch
 from kforge.verify.timing import TimingPlan, run_timing, second_clock
 
 _TRACEBACK_LINES = 12
@@ -54,9 +54,7 @@ class WorkerState:
     def __init__(self, cache_dir: Path) -> None:
         self.builds = BuildRecorder(cache_dir)
         self.builds.install()
-        self.watch = TamperWatch()
-        self.settings: SettingsWatch | None = None  # taken once the problem is imported, before any candidate
-        self.scheduling = SchedulingWatch()
+        self.watch = CandidateWatch()
         self.platform: Platform | None = None
         self.problem: Problem | None = None
         self.model: Any = None  # the model loaded last: what `run` and `profile` call
@@ -72,7 +70,7 @@ class WorkerState:
         if solution is None:
             model_class = self.problem.model_class
         else:
-            self.settings = self.settings or SettingsWatch()
+            self.watch.before_candidate()
             module = self._import_candidate(Path(solution))
             model_class = getattr(module, "ModelNew", None)
             if model_class is None:
@@ -206,20 +204,9 @@ class WorkerState:
             raise RequestFailed("rejected", str(exc), rule="dynamic.output-type") from None
 
     def _check_tamper(self) -> None:
-        changed = self.watch.changed()
-        if changed:
-            raise RequestFailed("rejected", f"the candidate rebound {', '.join(changed[:5])}",
-                                rule="dynamic.tamper")
-        settings = self.settings.changed() if self.settings is not None else []
-        if settings:
-            raise RequestFailed("rejected", f"the candidate changed torch's settings: {', '.join(settings)}; "
-                                "the reference is timed under the ones its worker started with",
-                                rule="dynamic.settings")
-        raised = self.scheduling.changed() if self.candidate_loaded else []
-        if raised:
-            raise RequestFailed("rejected", f"the candidate raised its threads' priority ({', '.join(raised)}): "
-                                "the reference runs at the priority the worker started with",
-                                rule="dynamic.scheduling")
+        finding = self.watch.finding(self.candidate_loaded)
+        if finding is not None:
+            raise RequestFailed("rejected", finding.message, rule=finding.rule)
 
 
 def _tensor_bytes(values: list[Any]) -> int:
