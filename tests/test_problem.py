@@ -70,6 +70,16 @@ def test_bad_problems_get_one_line(name: str, message: str) -> None:
     assert "\n" not in str(caught.value)
 
 
+def test_a_reference_that_works_in_place_on_its_input_is_not_taken_for_a_random_one(tmp_path) -> None:
+    # Called again on the same (already doubled) tensor it would give 4x + 1: the check draws the inputs again.
+    path = tmp_path / "in_place.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x.mul_(2.0) + 1.0\n\n"
+                    "def get_inputs():\n    return [torch.randn(8, 8)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    assert load_problem(path).path == path.resolve()
+
+
 def test_missing_problem_file() -> None:
     with pytest.raises(ProblemError, match="not found"):
         load_problem(PROBLEMS / "nope.py")

@@ -191,19 +191,26 @@ def _check_reference_runs(problem: Problem) -> None:
         except BaseException as exc:
             raise ProblemError(f"problem {path.name}: Model fails on {label}: "
                                f"{last_frame_summary(exc, path)}") from None
-    _check_reference_repeats(problem, model, sets[0], outputs[0])
+    _check_reference_repeats(problem, model, outputs[0])
 
 
-def _check_reference_repeats(problem: Problem, model: torch.nn.Module, inputs: list[Any], first: Any) -> None:
+def _check_reference_repeats(problem: Problem, model: torch.nn.Module, first: Any) -> None:
     """A reference whose outputs change from call to call on one input (dropout in training mode, noise drawn
     in forward) cannot be matched by any candidate: say so here, not as every candidate's failure."""
-    with torch.no_grad():
-        again = model(*inputs)
+    path = problem.path
+    try:
+        inputs = problem.inputs(seed=0)  # the first call's inputs drawn again: that call may have changed them
+        seed_everything(1)  # but other random numbers for the call itself, so that any it draws show
+        with torch.no_grad():
+            again = model(*inputs)
+    except BaseException as exc:
+        raise ProblemError(f"problem {path.name}: Model fails when called a second time: "
+                           f"{last_frame_summary(exc, path)}") from None
     try:
         torch.testing.assert_close(again, first, rtol=1e-2, atol=1e-2, equal_nan=True)
     except AssertionError as exc:
         detail = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-        raise ProblemError(f"problem {problem.path.name}: Model gives other outputs when called again on the same "
+        raise ProblemError(f"problem {path.name}: Model gives other outputs when called again on the same "
                            f"input ({detail}); kforge judges deterministic functions: draw no random numbers in "
                            "forward (dropout: p=0, or call .eval() in __init__)") from None
     except Exception:  # outputs assert_close cannot compare (other types): left to the harness's comparison
