@@ -99,11 +99,11 @@ class _Context:
     options: EvalOptions
     progress: Progress
     pool: WorkerPool | None
-    input_seed: int = field(default_factory=lambda: secrets.randbelow(2**31))
+    input_seed: int = field(init=False)  # the given one, else a secret drawn for this evaluation
 
     def __post_init__(self) -> None:
-        if self.options.input_seed is not None:
-            self.input_seed = self.options.input_seed
+        given = self.options.input_seed
+        self.input_seed = secrets.randbelow(2**31) if given is None else given
 
     @property
     def cache(self) -> Path:
