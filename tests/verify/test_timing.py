@@ -94,10 +94,10 @@ def test_slow_input_refresh_cuts_the_number_of_calls_to_fit_the_wall_budget() ->
         return [torch.full((4,), float(seed))]
 
     plan = TimingPlan(seed=0, warmup_ms=0.0, rep_ms=1000.0, min_reps=5, max_reps=300, rotate=2, max_wall_ms=300.0)
-    started = time.monotonic()
     run = run_timing(lambda inputs: inputs[0] * 2, make_inputs, CpuPlatform(), plan, lambda out: out.clone())
+    # The bound is on the number of calls (each draw sleeps 20 ms): a wall-clock bound here would fail whenever
+    # the machine is busy.
     assert 5 <= len(run.times_ns) <= 20
-    assert time.monotonic() - started < 2.0
     assert len(run.spot_outputs) == 2
 
 
@@ -116,11 +116,9 @@ def test_warm_up_stops_at_its_share_of_the_wall_budget() -> None:
 
     # 100 ms of warm-up calls of a few microseconds each would be thousands of calls without the wall bound.
     plan = TimingPlan(seed=0, warmup_ms=100.0, rep_ms=0.01, min_reps=5, max_reps=5000, rotate=2, max_wall_ms=400.0)
-    started = time.monotonic()
     run = run_timing(lambda inputs: inputs[0] * 2, make_inputs, CpuPlatform(), plan, lambda out: out.clone())
     assert len(run.times_ns) == 5
-    assert draws < 20  # rotate + priming + about 100 ms of warm-up draws + 5 reps
-    assert time.monotonic() - started < 1.5
+    assert draws < 20  # rotate + priming + about 100 ms of warm-up draws + 5 reps (each draw sleeps 20 ms)
 
 
 class _HostBoundEveryThird(CpuPlatform):
