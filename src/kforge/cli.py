@@ -16,6 +16,7 @@ from kforge.platforms import PlatformError
 from kforge.problem import ProblemError, SolutionError, load_solution
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
 from kforge.verify.policy import Policy
+from kforge.verify.sandbox import SandboxUnavailable
 from kforge.verify.verdict import Verdict
 
 app = typer.Typer(
@@ -69,6 +70,9 @@ def eval_command(
         help="Let the candidate call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN).")] = False,
     allow_op: Annotated[list[str] | None, typer.Option(help="Allow one more ATen operator, e.g. aten::mm.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
+    require_sandbox: Annotated[bool, typer.Option(
+        "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox "
+                                  "(default: go on, with a warning).")] = False,
 ) -> None:
     """Judge a candidate kernel against its PyTorch reference: correctness, policy, and speed.
 
@@ -84,7 +88,7 @@ def eval_command(
     options = EvalOptions(platform=platform, language=language, timeout_s=timeout, build_timeout_s=build_timeout,
                           memory_mb=memory_mb or None, trials=trials, seed=seed, input_seed=input_seed,
                           baselines=baselines,
-                          measure=not no_timing, policy=policy,
+                          measure=not no_timing, policy=policy, require_sandbox=require_sandbox,
                           timing=TimingSettings(rep_ms=rep_ms, rounds=rounds))
     try:
         if as_json:
@@ -92,13 +96,26 @@ def eval_command(
         else:
             with err.status("evaluating", spinner="dots") as status:
                 verdict = evaluate(problem, solution, options, progress=lambda m: status.update(m))
-    except (ProblemError, SolutionError, PlatformError) as exc:
+    except (ProblemError, SolutionError, PlatformError, SandboxUnavailable) as exc:
         _bad_input(str(exc), as_json)
     if as_json:
         sys.stdout.write(json.dumps(verdict.to_json_dict()) + "\n")
     else:
         _print_verdict(verdict, problem, solution)
     raise typer.Exit(EXIT_CORRECT if verdict.correct else EXIT_NOT_CORRECT)
+
+
+def _say_sandbox(required: bool) -> None:
+    """One line when this machine cannot enforce the whole sandbox; with `required`, that is an error."""
+    from kforge.verify.confine import probe
+
+    missing = probe()
+    if not missing:
+        return
+    if required:
+        raise SandboxUnavailable(f"the sandbox cannot be enforced here: {'; '.join(missing)}")
+    err.print(f"[yellow]warning:[/] sandbox not fully enforced on this machine: {'; '.join(missing)}",
+              highlight=False)
 
 
 def _bad_input(message: str, as_json: bool) -> None:
@@ -189,6 +206,9 @@ def optimize_command(
     allow_vendor_gemm: Annotated[bool, typer.Option(
         help="Let candidates call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN); the builtin engine "
              "then offers variants that do.")] = False,
+    require_sandbox: Annotated[bool, typer.Option(
+        "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox "
+                                  "(default: go on, with a warning).")] = False,
 ) -> None:
     """Generate, verify and refine a kernel: the KForge loop, or the staged pipeline (--pipeline staged).
 
@@ -218,7 +238,8 @@ def optimize_command(
         settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
                                   "max_usd": max_usd, "max_calls": max_calls})
         eval_options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms, rounds=timing_rounds),
-                                   baselines=tuple(baseline or ("eager", "compile")))
+                                   baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
+        _say_sandbox(require_sandbox)
         with Store(settings.db_path) as store:
             if resume is not None:
                 request = resume_request(store, resume, eval_options)
@@ -294,7 +315,7 @@ def optimize_command(
                           f"{again.reason}", highlight=False)
                 raise typer.Exit(EXIT_NOT_CORRECT)
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
-            StageSelectionError) as exc:
+            StageSelectionError, SandboxUnavailable) as exc:
         _bad_input(str(exc), False)
     except (LLMError, LoweringError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -30,10 +31,10 @@ from kforge.verify import tensors
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.ops import reference_ops
 from kforge.verify.policy import Policy, judge_dispatched_ops
-from kforge.verify.sandbox import Limits, Worker, WorkerFailure, WorkerPool
+from kforge.verify.sandbox import SANDBOX_HINT, Limits, SandboxUnavailable, Worker, WorkerFailure, WorkerPool
 from kforge.verify.static_check import check_source
 from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, host_bound_warning, summarize
-from kforge.verify.verdict import Baselines, Outcome, TimingStats, Verdict
+from kforge.verify.verdict import MAX_REASON_CHARS, Baselines, Outcome, TimingStats, Verdict, capped
 
 Progress = Callable[[str], None]
 
@@ -41,6 +42,9 @@ _WORKER_START_S = 120.0
 _TIMING_SEED = 1_000_003
 # Between the first input seeds of consecutive timing rounds: more than any round's calls.
 _ROUND_SEED_STRIDE = 100_003
+# How a refusal by the sandbox reads in a failure's text (errno 13 or 1, as C, Python or a shell words it).
+_REFUSED = re.compile(r"Permission denied|Operation not permitted|\bE(ACCES|PERM)\b|\berror (13|1)\b|"
+                      r"\[Errno (13|1)\]|can't create")
 
 
 class TimingSettings(BaseModel):
@@ -80,6 +84,9 @@ class EvalOptions(BaseModel):
     policy: Policy = Policy()
     tolerance: Tolerance | None = None
     cache_dir: Path | None = None
+    require_sandbox: bool = Field(False, description=(
+        "refuse to evaluate where the kernel cannot enforce every limit of the sandbox (no Landlock, as under "
+        "gVisor or an old kernel; no seccomp); by default such an evaluation goes on, with a warning"))
 
 
 class _Failed(Exception):
@@ -138,7 +145,8 @@ def _context(problem: str | Path, solution: str | Path, options: EvalOptions, pr
 
 def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
              progress: Progress | None = None, pool: WorkerPool | None = None) -> Verdict:
-    """Judge `solution` against `problem`. Raises ProblemError, SolutionError or PlatformError for bad input.
+    """Judge `solution` against `problem`. Raises ProblemError, SolutionError or PlatformError for bad input,
+    SandboxUnavailable where `options.require_sandbox` asks for limits this machine cannot enforce.
 
     Pass a `WorkerPool` when evaluating many candidates in one process: workers are then started ahead.
     """
@@ -203,7 +211,7 @@ def collect_profile(problem: str | Path, solution: str | Path, options: EvalOpti
     try:
         with evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
-            evaluation.load(worker, solution=context.candidate.path, compile_model=False)
+            evaluation.load(worker, candidate=True, compile_model=False)
             reply = evaluation.ask(worker, {"op": "profile", "seed": context.input_seed + _TIMING_SEED, "calls": calls},
                                    options.timeout_s)
     except _Failed as failure:
@@ -233,7 +241,7 @@ class _Evaluation:
                 if self.ctx.options.measure and self.ctx.options.baselines:
                     reference_worker = self.spawn_worker()
                 self.ready(worker)
-                self.load(worker, solution=self.ctx.candidate.path, compile_model=False)
+                self.load(worker, candidate=True, compile_model=False)
                 self.check_correctness(worker)
                 if not self.ctx.options.measure:
                     return self.verdict(Outcome.CORRECT, "correct on every trial (timing skipped)")
@@ -264,23 +272,34 @@ class _Evaluation:
         return Worker(ctx.cache / "builds", limits, env)
 
     def ready(self, worker: Worker) -> None:
-        """Wait for a worker's greeting (once)."""
-        if worker.started:
+        """Wait for a worker's greeting (once), and hold it to the sandbox's limits."""
+        if not worker.started:
+            try:
+                worker.start(_WORKER_START_S)
+            except WorkerFailure as failure:
+                raise _Failed(Outcome.CRASHED, f"the worker did not start: {failure}") from None
+        if not worker.unconfined:
             return
-        try:
-            worker.start(_WORKER_START_S)
-        except WorkerFailure as failure:
-            raise _Failed(Outcome.CRASHED, f"the worker did not start: {failure}") from None
+        if self.ctx.options.require_sandbox:
+            raise SandboxUnavailable(f"the sandbox cannot be enforced here: {'; '.join(worker.unconfined)} "
+                                     "(without --require-sandbox kforge goes on with a warning)")
+        warning = f"sandbox not fully enforced on this machine: {'; '.join(worker.unconfined)}"
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
-    def load(self, worker: Worker, solution: Path | None, compile_model: bool, role: str = "candidate") -> None:
+    def load(self, worker: Worker, candidate: bool, compile_model: bool, role: str = "candidate") -> None:
+        """Load the reference, or with `candidate` the candidate, in `worker`. The worker reads copies this
+        process wrote into its own directory: the sandbox lets it read nothing else of the user's files."""
         options = self.ctx.options
-        if solution is not None:
+        if candidate:
             self.ctx.progress("building and loading the candidate")
-        reply = self.ask(worker, {"op": "load", "problem": str(self.ctx.problem.path),
+        problem = worker.hand_over("problem.py", self.ctx.problem.source)
+        solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
+        reply = self.ask(worker, {"op": "load", "problem": str(problem),
                                   "solution": None if solution is None else str(solution), "seed": options.seed,
                                   "platform": self.ctx.platform.name, "compile": compile_model, "role": role},
                          options.build_timeout_s + options.timeout_s)
-        if solution is not None:
+        if candidate:
             self.build_s = float(reply.get("build_s", 0.0))
 
     def check_correctness(self, worker: Worker) -> None:
@@ -348,11 +367,11 @@ class _Evaluation:
         worker; a torch.compile that cannot be loaded leaves a warning, not a failure."""
         series = []
         if "eager" in self.ctx.options.baselines:
-            self.load(reference_worker, solution=None, compile_model=False, role="eager")
+            self.load(reference_worker, candidate=False, compile_model=False, role="eager")
             series.append(_Series("eager", reference_worker))
         if "compile" in self.ctx.options.baselines:
             try:
-                self.load(reference_worker, solution=None, compile_model=True, role="compile")
+                self.load(reference_worker, candidate=False, compile_model=True, role="compile")
                 series.append(_Series("compile", reference_worker))
             except _Failed as failure:
                 self.warnings.append(f"torch.compile baseline unavailable: {failure}")
@@ -453,8 +472,10 @@ class _Evaluation:
         kind = str(reply.get("kind", "runtime_error"))
         outcome = Outcome(kind) if kind in Outcome._value2member_map_ else Outcome.RUNTIME_ERROR
         rule = reply.get("rule")
-        raise _Failed(outcome, str(reply.get("message", "the worker reported a failure")),
-                      rule=str(rule) if rule else None)
+        message = capped(str(reply.get("message", "the worker reported a failure")), MAX_REASON_CHARS)
+        if worker.confined and _REFUSED.search(message):
+            message += f"\n{SANDBOX_HINT}"
+        raise _Failed(outcome, message, rule=str(rule) if rule else None)
 
     def read_outputs(self, path: Path) -> dict[str, Any]:
         try:

@@ -64,7 +64,8 @@ def prebuild(solution: Path, environment: dict[str, str], cache: Path, policy: P
                 environment) as worker:
         try:
             worker.start(_START_S)
-            reply = worker.request({"op": "build", "solution": str(solution.resolve())}, timeout_s)
+            copy = worker.hand_over("solution.py", source)
+            reply = worker.request({"op": "build", "solution": str(copy)}, timeout_s)
         except WorkerFailure as failure:
             return PrebuildResult(solution, False, time.perf_counter() - started, str(failure))
     if reply.get("ok") is not True:

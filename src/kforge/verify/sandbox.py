@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 
 import kforge
+from kforge.verify.sandbox_rules import confinement_for, worker_search_path
 
 _ENV_ALLOWED = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|CC|CXX|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_[A-Z_]+|"
@@ -40,9 +41,19 @@ _ENV_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COO
 # than glibc ignores the variable.
 ALLOCATOR_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 _LOG_TAIL_BYTES = 4000
+_CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 # How often the harness reads the worker's resident memory while it waits. Rarely: each reading walks /proc
 # and takes CPU time from the kernel being timed on the same cores; RLIMIT_AS is the hard limit meanwhile.
 _MEMORY_POLL_S = 1.0
+
+
+SANDBOX_HINT = ("(refused by kforge's sandbox: a candidate may write only its worker's own directory, read only "
+                "the interpreter, the toolchain and that directory, start only the build tools, and has no "
+                "network; see docs/harness.md#the-kernel-sandbox)")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The kernel cannot enforce the sandbox's limits and the caller required them; one line for the user."""
 
 
 class WorkerFailure(Exception):
@@ -65,7 +76,8 @@ def scrubbed_environment(extra: dict[str, str], home: Path) -> dict[str, str]:
            if _ENV_ALLOWED.match(key) and not _ENV_SECRET.search(key)}
     package_root = str(Path(kforge.__file__).resolve().parent.parent)
     env.update({"HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": package_root, "PYTHONUNBUFFERED": "1",
-                "PYTHONDONTWRITEBYTECODE": "1", "GLIBC_TUNABLES": ALLOCATOR_TUNABLES})
+                "PYTHONDONTWRITEBYTECODE": "1", "GLIBC_TUNABLES": ALLOCATOR_TUNABLES,
+                "PATH": worker_search_path(env.get("PATH", os.defpath))})
     env.update(extra)
     return env
 
@@ -93,11 +105,14 @@ class Worker:
         self.directory = Path(tempfile.mkdtemp(prefix="kforge-worker-", dir=_fast_tmp()))
         self.log_path = self.directory / "worker.log"
         env = scrubbed_environment(extra_env or {}, self.directory)
+        plan = self.path("confinement.json")
+        plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env).to_json())
+        self.confinement: dict[str, list[str]] = {}  # what the worker enforced, from its greeting
         read_fd, write_fd = os.pipe()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker",
-                 "--reply-fd", str(write_fd), "--cache-dir", str(cache_dir)],
+                [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker_start", "--confine", str(plan),
+                 "--", "--reply-fd", str(write_fd), "--cache-dir", str(cache_dir)],
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
                 cwd=self.directory, env=env, start_new_session=True,
                 preexec_fn=lambda: _limit_child(limits),
@@ -117,10 +132,28 @@ class Worker:
     def path(self, name: str) -> Path:
         return self.directory / name
 
+    def hand_over(self, name: str, text: str) -> Path:
+        """Write `text` into the worker's directory (the only user files the worker may read); its path."""
+        path = self.path(name)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        return path
+
     def start(self, timeout_s: float) -> None:
         """Wait for the worker's greeting (imports take a few seconds)."""
-        self._read_reply(timeout_s)
+        greeting = self._read_reply(timeout_s)
+        self.confinement = _confinement_of(greeting)
         self.started = True
+
+    @property
+    def confined(self) -> bool:
+        """Whether the kernel enforces at least part of the sandbox on this worker."""
+        return bool(self.confinement.get("enforced"))
+
+    @property
+    def unconfined(self) -> list[str]:
+        """One line for each kernel limit this worker could not enforce (known once started)."""
+        return self.confinement.get("missing", [])
 
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and wait for its answer, or raise WorkerFailure."""
@@ -269,6 +302,21 @@ class WorkerPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def writable_caches(cache_dir: Path, env: dict[str, str]) -> list[Path]:
+    """The caches a worker may write: the build cache and the compiler caches its environment names."""
+    named = [Path(env[key]) for key in _CACHE_VARIABLES if env.get(key)]
+    return [cache_dir, *named]
+
+
+def _confinement_of(greeting: dict[str, Any]) -> dict[str, list[str]]:
+    """The greeting's report of the worker's limits, as two lists of short lines (it comes from the worker)."""
+    report = greeting.get("confinement")
+    if not isinstance(report, dict):
+        return {"enforced": [], "missing": ["the worker did not report its confinement"]}
+    return {key: [str(line)[:200] for line in report.get(key, []) if isinstance(line, str)][:20]
+            for key in ("enforced", "missing")}
 
 
 def _last_lines(text: str, count: int = 6) -> str:

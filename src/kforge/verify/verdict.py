@@ -4,7 +4,27 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# What a verdict carries from a candidate (exception text, compiler output, a dying worker's log) is capped before
+# it is stored, shown or sent to a model as feedback: a candidate decides what its errors say.
+MAX_REASON_CHARS = 4000
+MAX_WARNING_CHARS = 600
+MAX_WARNINGS = 20
+
+
+def capped(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with a note of how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more characters cut]"
+
+
+def capped_warnings(warnings: list[str]) -> list[str]:
+    kept = [capped(w, MAX_WARNING_CHARS) for w in warnings[:MAX_WARNINGS]]
+    if len(warnings) > MAX_WARNINGS:
+        kept.append(f"[... {len(warnings) - MAX_WARNINGS} more warnings cut]")
+    return kept
 
 
 class Outcome(str, Enum):
@@ -57,6 +77,8 @@ class Baselines(BaseModel):
     compiled: TimingStats | None = None
     warnings: list[str] = Field(default_factory=list)
 
+    _cap_warnings = field_validator("warnings")(capped_warnings)
+
 
 class Verdict(BaseModel):
     """Everything the harness concluded about one candidate."""
@@ -87,6 +109,13 @@ class Verdict(BaseModel):
         "draws the same inputs again"))
     warnings: list[str] = Field(default_factory=list)
 
+    _cap_warnings = field_validator("warnings")(capped_warnings)
+
+    @field_validator("reason")
+    @classmethod
+    def _cap_reason(cls, reason: str) -> str:
+        return capped(reason, MAX_REASON_CHARS)
+
     @property
     def correct(self) -> bool:
         return self.verdict == Outcome.CORRECT.value
@@ -99,7 +128,7 @@ class Verdict(BaseModel):
             "eager_timing": baselines.eager, "compile_timing": baselines.compiled,
             "speedup_vs_eager": speedup(baselines.eager, self.timing),
             "speedup_vs_compile": speedup(baselines.compiled, self.timing),
-            "warnings": [*self.warnings, *(w for w in baselines.warnings if w not in self.warnings)]})
+            "warnings": capped_warnings([*self.warnings, *(w for w in baselines.warnings if w not in self.warnings)])})
 
     def to_json_dict(self) -> dict[str, object]:
         data = self.model_dump(mode="json")

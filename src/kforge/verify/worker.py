@@ -1,6 +1,6 @@
 """The sandboxed worker: the only process in which a candidate's code ever runs.
 
-Started by `sandbox.Worker` as `python -m kforge.verify.worker --reply-fd N`. It reads one JSON request
+Started by `sandbox.Worker` through `worker_start.py`, which confines the process first. It reads one JSON request
 per line on stdin and answers one JSON line on the reply descriptor; anything the candidate prints goes
 to the log the harness keeps. Everything this process reports is treated by the harness as untrusted:
 outputs travel as files read back with `weights_only`, and every comparison happens in the harness.
@@ -256,7 +256,8 @@ def serve(state: WorkerState, requests: Any, reply: Any) -> None:
             os._exit(_EXIT_DEVICE_LOST)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, confinement: dict[str, list[str]] | None = None) -> None:
+    """Serve requests; `confinement` is what worker_start enforced before this module was imported."""
     parser = argparse.ArgumentParser(description="kforge evaluation worker (started by the harness)")
     parser.add_argument("--reply-fd", type=int, required=True)
     parser.add_argument("--cache-dir", type=Path, required=True)
@@ -266,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     # The first dispatch-mode recording imports a good part of torch; pay for it before the greeting, so a
     # worker waiting in a pool is ready to judge at once.
     record_ops(lambda: torch.ones(2) + 1)
-    reply.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid()}) + "\n")
+    reply.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid(),
+                            "confinement": confinement or {"enforced": [], "missing": ["not confined"]}}) + "\n")
     reply.flush()
     serve(state, sys.stdin, reply)
 

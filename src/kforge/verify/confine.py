@@ -1,0 +1,290 @@
+"""Kernel-enforced limits for a worker process, applied by the worker itself before it imports torch or any
+candidate code (see worker_start.py), so that they hold for everything the candidate does, in any thread, and
+for every program it or its build starts.
+
+Four tools, each used where the kernel offers it, in this order:
+- a network namespace of its own (as root, or through a user namespace where those are allowed): nothing to
+  reach, not even the host's loopback;
+- every capability dropped, bounding set included, so that a worker run as root is an ordinary process;
+- Landlock: files (read, write, execute, device ioctls) only beneath the plan's paths, TCP bind and connect
+  refused, abstract Unix sockets and signals scoped to the worker's own processes; Landlock also refuses
+  ptrace-mode access (another process's environment, memory, descriptors) to any process outside the domain;
+- seccomp: the plan's system calls refused, and socket() for every family the plan does not allow.
+
+What the kernel cannot enforce is reported in `ConfinementReport.missing`, one line each; nothing is skipped
+silently. This module imports only the standard library and the two small bindings (py-landlock, pyseccomp).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import signal
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_CAPABILITY_VERSION_3 = 0x20080522
+_SYS_CAPSET_BY_MACHINE = {"x86_64": 126, "aarch64": 91}  # capset(2) has no libc wrapper
+_MAX_FAMILY = 64  # above every address family Linux defines (AF_MAX is 46)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What one worker may do: absolute paths (already resolved by sandbox_rules) and the system-call rules."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    execute: tuple[str, ...] = ()
+    denied_syscalls: tuple[str, ...] = ()
+    allowed_socket_families: tuple[str, ...] = ()
+    network_namespace: bool = True
+    process_namespace: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Confinement:
+        data = json.loads(text)
+        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+
+
+@dataclass
+class ConfinementReport:
+    """What was enforced, and one line for each limit this kernel could not enforce."""
+
+    enforced: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"enforced": self.enforced, "missing": self.missing}
+
+
+def apply(plan: Confinement) -> ConfinementReport:
+    """Confine the calling process (single-threaded, before torch is imported) by `plan`."""
+    report = ConfinementReport()
+    _namespaces(plan, report)
+    _drop_capabilities(report)
+    _landlock(plan, report)
+    _seccomp(plan, report)
+    return report
+
+
+def probe() -> list[str]:
+    """What this machine could not enforce, found without confining anything: one line for each missing tool
+    (Landlock, seccomp). For a line per run before any worker starts; each worker reports what it enforced."""
+    missing = []
+    try:
+        from py_landlock import LandlockError, get_abi_version
+
+        get_abi_version()
+    except ImportError:
+        missing.append("files, programs and other processes: the py-landlock package is not installed")
+    except (LandlockError, OSError) as exc:
+        missing.append(f"files, programs and other processes: this kernel offers no Landlock ({exc})")
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, RuntimeError) as exc:
+        missing.append(f"system calls and sockets: seccomp is not available ({exc})")
+    return missing
+
+
+# ---- namespaces ---------------------------------------------------------------------------------------------
+def _namespaces(plan: Confinement, report: ConfinementReport) -> None:
+    """A network namespace and a process namespace of the worker's own, as far as the system allows: as root
+    directly, otherwise inside a user namespace that maps the worker's ids to themselves."""
+    wanted = (_CLONE_NEWNET if plan.network_namespace else 0) | (
+        _CLONE_NEWPID | _CLONE_NEWNS if plan.process_namespace else 0)
+    if not wanted:
+        return
+    got = next((flags for flags in _namespace_attempts(wanted) if _unshare(flags, report)), 0)
+    if wanted & _CLONE_NEWNET:
+        if got & _CLONE_NEWNET:
+            report.enforced.append("network namespace")
+        else:
+            report.missing.append("network namespace: refused by the system (seccomp and Landlock still refuse "
+                                  "the network)")
+    if wanted & _CLONE_NEWPID:
+        if got & _CLONE_NEWPID:
+            _become_first_process(report)
+        else:
+            report.missing.append("process namespace: refused by the system (Landlock still guards the other "
+                                  "processes' files, but their list and command lines show in /proc)")
+
+
+def _namespace_attempts(wanted: int) -> list[int]:
+    """What to ask unshare(2) for, best first: everything, then the network alone; each through a user namespace
+    where the caller is not root."""
+    attempts = [wanted, wanted & _CLONE_NEWNET] if wanted & _CLONE_NEWNET else [wanted]
+    if os.getuid() != 0:
+        attempts = [flags | _CLONE_NEWUSER for flags in attempts]
+    return [flags for flags in attempts if flags & ~_CLONE_NEWUSER]
+
+
+def _unshare(flags: int, report: ConfinementReport) -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(flags) != 0:
+        return False
+    if flags & _CLONE_NEWUSER:
+        try:  # the same ids inside as outside, so files keep their owners
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        except OSError as exc:
+            report.missing.append(f"user namespace: mapping ids failed ({exc.strerror})")
+    return True
+
+
+def _become_first_process(report: ConfinementReport) -> None:
+    """Fork into the new process namespace: the child goes on as its first process (and every process it starts
+    dies with it); this process only waits, and ends as the child ends. /proc is mounted afresh for the
+    namespace, so that it lists the worker's own processes only."""
+    child = os.fork()
+    if child:
+        _mirror_exit(child)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # fork cleared the one the harness set
+    private = libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
+    if private and libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0:
+        report.enforced.append("process namespace")
+        return
+    report.missing.append(f"process namespace: /proc could not be mounted for it ({os.strerror(ctypes.get_errno())};"
+                          " the other processes' list shows in /proc)")
+
+
+def _mirror_exit(child: int) -> None:
+    """Wait for `child` and end the same way: its exit status, or its signal. (The harness kills workers with
+    SIGKILL to the whole process group, which reaches the child too.)"""
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+# ---- capabilities -------------------------------------------------------------------------------------------
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities(report: ConfinementReport) -> None:
+    """Empty the bounding set (no program started later regains a capability) and every set of this process."""
+    if not _has_capabilities():
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    number = _SYS_CAPSET_BY_MACHINE.get(os.uname().machine)
+    if number is None:
+        report.missing.append(f"capabilities: not dropped on {os.uname().machine}")
+        return
+    for cap in range(64):  # past the kernel's last capability, prctl answers EINVAL: harmless
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.syscall(number, ctypes.byref(header), data) != 0:
+        report.missing.append(f"capabilities: could not drop them ({os.strerror(ctypes.get_errno())})")
+        return
+    report.enforced.append("no capabilities")
+
+
+def _has_capabilities() -> bool:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(("CapEff:", "CapPrm:", "CapBnd:")) and int(line.split()[1], 16):
+                return True
+    except (OSError, ValueError):
+        return os.geteuid() == 0
+    return False
+
+
+# ---- Landlock ----------------------------------------------------------------------------------------------
+def _landlock(plan: Confinement, report: ConfinementReport) -> None:
+    try:
+        from py_landlock import AccessFs, Landlock, LandlockError, get_abi_version
+    except ImportError:
+        report.missing.append("files, programs and other processes: the py-landlock package is not installed")
+        return
+    try:
+        abi = int(get_abi_version())
+    except (LandlockError, OSError) as exc:
+        report.missing.append(f"files, programs and other processes: this kernel offers no Landlock ({exc})")
+        return
+    read = AccessFs.READ_FILE | AccessFs.READ_DIR
+    writes = (AccessFs.WRITE_FILE | AccessFs.TRUNCATE | AccessFs.MAKE_REG | AccessFs.MAKE_DIR | AccessFs.MAKE_SYM
+              | AccessFs.REMOVE_FILE | AccessFs.REMOVE_DIR | AccessFs.REFER)
+    device = AccessFs.READ_FILE | AccessFs.WRITE_FILE | AccessFs.READ_DIR | AccessFs.IOCTL_DEV
+    # What Landlock accepts on a rule for a single file; directory rights there are an error.
+    file_rights = (AccessFs.EXECUTE | AccessFs.WRITE_FILE | AccessFs.READ_FILE | AccessFs.TRUNCATE
+                   | AccessFs.IOCTL_DEV)
+    ruleset = Landlock(strict=False)
+    try:
+        for paths, access in ((plan.read, read), (plan.write, read | writes), (plan.devices, device),
+                              (plan.execute, read | AccessFs.EXECUTE)):
+            for path in paths:
+                rights = access if Path(path).is_dir() else access & file_rights
+                ruleset.add_path_rule(path, access=rights)
+        ruleset.apply()
+    except (LandlockError, OSError) as exc:
+        report.missing.append(f"files, programs and other processes: Landlock failed ({exc})")
+        return
+    report.enforced.append(f"Landlock ABI {abi}: files, programs, other processes")
+    if abi < 4:
+        report.missing.append(f"TCP rules: Landlock ABI {abi} has none (4 needed; seccomp still refuses sockets)")
+    if abi < 6:
+        report.missing.append(f"signal and abstract-socket scoping: Landlock ABI {abi} has none (6 needed)")
+
+
+# ---- seccomp -----------------------------------------------------------------------------------------------
+def _seccomp(plan: Confinement, report: ConfinementReport) -> None:
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, RuntimeError) as exc:  # RuntimeError: libseccomp itself is missing
+        report.missing.append(f"system calls and sockets: seccomp is not available ({exc})")
+        return
+    try:
+        rules = seccomp.SyscallFilter(seccomp.ALLOW)
+        for name in plan.denied_syscalls:
+            try:
+                rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+            except (OSError, ValueError):
+                continue  # a call this architecture does not have
+        _socket_rules(rules, seccomp, plan.allowed_socket_families)
+        rules.load()
+    except OSError as exc:
+        report.missing.append(f"system calls and sockets: seccomp failed ({exc})")
+        return
+    report.enforced.append("seccomp: system calls and sockets")
+
+
+def _socket_rules(rules: Any, seccomp: Any, allowed: tuple[str, ...]) -> None:
+    """socket() refused (EACCES) for every address family but `allowed` (names such as AF_UNIX)."""
+    refuse = seccomp.ERRNO(errno.EACCES)
+    families = {int(getattr(socket, name)) for name in allowed if hasattr(socket, name)}
+    if not families:
+        rules.add_rule(refuse, "socket")
+        return
+    for family in set(range(_MAX_FAMILY)) - families:
+        rules.add_rule(refuse, "socket", seccomp.Arg(0, seccomp.EQ, family))
+    rules.add_rule(refuse, "socket", seccomp.Arg(0, seccomp.GE, _MAX_FAMILY))

@@ -1,0 +1,134 @@
+"""The kernel sandbox's rules for one worker: `data/sandbox.toml` with this machine's paths filled in.
+
+The harness builds a `Confinement` here for each worker it starts (its own directory, the caches it may write,
+the PATH it runs with); the worker applies it to itself (verify/confine.py) before importing anything else.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import site
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+
+import kforge
+from kforge.verify.confine import Confinement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+@functools.lru_cache(maxsize=1)
+def rules() -> dict[str, object]:
+    """data/sandbox.toml, read once."""
+    return tomllib.loads(resources.files("kforge").joinpath("data/sandbox.toml").read_text())
+
+
+def confinement_for(worker: Path, writable: Iterable[Path], environment: Mapping[str, str]) -> Confinement:
+    """The limits of a worker whose own directory is `worker`, which may also write `writable` (created here if
+    missing) and runs with `environment` (its PATH finds the programs the rules name)."""
+    for path in writable:
+        path.mkdir(parents=True, exist_ok=True)
+    values = {**machine_values(), "worker": [str(worker)], "writable": [str(p) for p in writable]}
+    search = environment.get("PATH", os.defpath)
+    table = rules()
+    network = dict(table.get("network", {}))  # type: ignore[call-overload]
+    return Confinement(
+        read=_paths(table, "read", values),
+        write=_paths(table, "write", values),
+        devices=_paths(table, "devices", values),
+        execute=_paths(table, "programs", values) + _programs(table, search),
+        denied_syscalls=tuple(dict(table.get("syscalls", {}))),  # type: ignore[call-overload]
+        allowed_socket_families=tuple(network.get("allowed_socket_families", ())),
+        network_namespace=bool(network.get("namespace", True)),
+        process_namespace=bool(dict(table.get("processes", {})).get("namespace", True)),  # type: ignore[call-overload]
+    )
+
+
+def worker_search_path(path: str) -> str:
+    """The worker's PATH: ninja's own folder first (a version manager's `ninja` shim would need a shell and the
+    manager's files, which the sandbox refuses)."""
+    folders = machine_values().get("ninja_dir", [])
+    return os.pathsep.join([*folders, *(part for part in path.split(os.pathsep) if part not in folders)])
+
+
+@functools.lru_cache(maxsize=1)
+def machine_values() -> dict[str, list[str]]:
+    """What each placeholder stands for on this machine (a list: some stand for several paths)."""
+    values = {
+        "python_prefix": [sys.prefix],
+        "python_base_prefix": [sys.base_prefix],
+        "python_executable": [sys.executable],
+        "site_packages": [*site.getsitepackages(), site.getusersitepackages()],
+        "kforge_root": [str(Path(kforge.__file__).resolve().parent.parent)],
+        "cuda_home": _cuda_home(),
+        "gcc_libexec": _gcc_libexec(),
+        "ninja_dir": _ninja_dir(),
+    }
+    return {key: [value for value in found if value] for key, found in values.items()}
+
+
+def _paths(table: Mapping[str, object], section: str, values: Mapping[str, list[str]]) -> tuple[str, ...]:
+    found: list[str] = []
+    for rule in table.get(section, []):  # type: ignore[attr-defined]
+        for pattern in rule.get("paths", []):
+            for expanded in _expand(pattern, values):
+                found.extend(match for match in sorted(glob.glob(expanded)) if os.path.exists(match))
+    return tuple(dict.fromkeys(os.path.realpath(path) for path in found))
+
+
+def _expand(pattern: str, values: Mapping[str, list[str]]) -> list[str]:
+    """Every way of filling `pattern`'s placeholders; none when one has no value here."""
+    if "{" not in pattern:
+        return [pattern]
+    name = pattern[pattern.index("{") + 1:pattern.index("}")]
+    return [filled for value in values.get(name, [])
+            for filled in _expand(pattern.replace("{" + name + "}", value, 1), values)]
+
+
+def _programs(table: Mapping[str, object], search: str) -> tuple[str, ...]:
+    found = []
+    for rule in table.get("programs", []):  # type: ignore[attr-defined]
+        for name in rule.get("names", []):
+            located = shutil.which(name, path=search)
+            if located:
+                found.append(os.path.realpath(located))
+    return tuple(dict.fromkeys(found))
+
+
+def _cuda_home() -> list[str]:
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if not home:
+        nvcc = shutil.which("nvcc")
+        home = str(Path(os.path.realpath(nvcc)).parent.parent) if nvcc else None
+    return [home] if home and os.path.isdir(home) else []
+
+
+def _gcc_libexec() -> list[str]:
+    compiler = shutil.which(os.environ.get("CXX", "c++"))
+    if not compiler:
+        return []
+    try:
+        named = subprocess.run([compiler, "-print-prog-name=cc1plus"], capture_output=True, text=True,
+                               timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(Path(named).parent)] if os.path.isabs(named) else []
+
+
+def _ninja_dir() -> list[str]:
+    try:
+        import ninja  # the PyPI package, a dependency of kforge
+
+        return [str(ninja.BIN_DIR)]
+    except (ImportError, AttributeError):
+        located = shutil.which("ninja")
+        return [str(Path(os.path.realpath(located)).parent)] if located else []
