@@ -7,6 +7,8 @@ that the next line of defence (dynamic policy, isolation, or the measurement its
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -83,11 +85,21 @@ def test_loosened_numerics_settings_are_rejected() -> None:
     assert "cuBLAS TF32 (False -> True)" in verdict.reason
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="raising a priority needs root")
-def test_a_raised_priority_is_rejected_without_static_checks() -> None:
+def test_a_raised_priority_is_refused_without_static_checks() -> None:
+    # The worker holds no capability (the sandbox drops them all, root's too), so the kernel refuses the raise
+    # and the kernel runs at the worker's priority: judged as the honest kernel it otherwise is.
     verdict = judge("raised_priority", STATIC_OFF)
-    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.scheduling", verdict.reason
-    assert "nice 0 -> -5" in verdict.reason
+    assert verdict.verdict == Outcome.CORRECT, verdict.reason
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="raising a priority needs root")
+def test_the_scheduling_watch_sees_a_raised_priority() -> None:
+    # The watch behind dynamic.scheduling, for a process that could raise its priority (an RLIMIT_NICE that
+    # allows it, or a capability): run unconfined, as root, in a process of its own.
+    code = ("import os\nos.nice(5)\nfrom kforge.verify.tamper import CandidateWatch\nwatch = CandidateWatch()\n"
+            "os.setpriority(os.PRIO_PROCESS, 0, 0)\nprint(watch.finding(candidate_loaded=True))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert "dynamic.scheduling" in found and "nice 5 -> 0" in found
 
 
 def test_answer_written_over_input_fails() -> None:
