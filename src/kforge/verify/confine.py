@@ -75,10 +75,13 @@ class ConfinementReport:
 def apply(plan: Confinement) -> ConfinementReport:
     """Confine the calling process (single-threaded, before torch is imported) by `plan`."""
     report = ConfinementReport()
+    # Loaded first: finding libseccomp runs ldconfig, which Landlock would refuse to start.
+    seccomp = _seccomp_binding(report)
     _namespaces(plan, report)
     _drop_capabilities(report)
     _landlock(plan, report)
-    _seccomp(plan, report)
+    if seccomp is not None:
+        _seccomp(plan, report, seccomp)
     return report
 
 
@@ -243,6 +246,7 @@ def _landlock(plan: Confinement, report: ConfinementReport) -> None:
         for paths, access in ((plan.read, read), (plan.write, read | writes), (plan.devices, device),
                               (plan.execute, read | AccessFs.EXECUTE)):
             for path in paths:
+                path = os.path.realpath(path)  # /proc/self: this process, resolved here
                 rights = access if Path(path).is_dir() else access & file_rights
                 ruleset.add_path_rule(path, access=rights)
         ruleset.apply()
@@ -257,12 +261,16 @@ def _landlock(plan: Confinement, report: ConfinementReport) -> None:
 
 
 # ---- seccomp -----------------------------------------------------------------------------------------------
-def _seccomp(plan: Confinement, report: ConfinementReport) -> None:
+def _seccomp_binding(report: ConfinementReport) -> Any:
     try:
-        import pyseccomp as seccomp
+        import pyseccomp
     except (ImportError, RuntimeError) as exc:  # RuntimeError: libseccomp itself is missing
         report.missing.append(f"system calls and sockets: seccomp is not available ({exc})")
-        return
+        return None
+    return pyseccomp
+
+
+def _seccomp(plan: Confinement, report: ConfinementReport, seccomp: Any) -> None:
     try:
         rules = seccomp.SyscallFilter(seccomp.ALLOW)
         for name in plan.denied_syscalls:

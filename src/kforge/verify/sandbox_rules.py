@@ -71,6 +71,7 @@ def machine_values() -> dict[str, list[str]]:
         "kforge_root": [str(Path(kforge.__file__).resolve().parent.parent)],
         "cuda_home": _cuda_home(),
         "gcc_libexec": _gcc_libexec(),
+        "compiler_prefix": _compiler_prefixes(),
         "ninja_dir": _ninja_dir(),
     }
     return {key: [value for value in found if value] for key, found in values.items()}
@@ -82,7 +83,8 @@ def _paths(table: Mapping[str, object], section: str, values: Mapping[str, list[
         for pattern in rule.get("paths", []):
             for expanded in _expand(pattern, values):
                 found.extend(match for match in sorted(glob.glob(expanded)) if os.path.exists(match))
-    return tuple(dict.fromkeys(os.path.realpath(path) for path in found))
+    # /proc/self stays as it is: it must name the worker's own process, so the worker resolves it.
+    return tuple(dict.fromkeys(path if path.startswith("/proc/self") else os.path.realpath(path) for path in found))
 
 
 def _expand(pattern: str, values: Mapping[str, list[str]]) -> list[str]:
@@ -122,6 +124,19 @@ def _gcc_libexec() -> list[str]:
     except (OSError, subprocess.SubprocessError):
         return []
     return [str(Path(named).parent)] if os.path.isabs(named) else []
+
+
+def _compiler_prefixes() -> list[str]:
+    """The installation folder of each compiler $CXX or $CC names, where it lies outside the system's folders
+    (e.g. /opt/gcc for /opt/gcc/bin/g++)."""
+    found = []
+    for name in (os.environ.get("CXX"), os.environ.get("CC")):
+        located = shutil.which(name) if name else None
+        if located:
+            prefix = Path(os.path.realpath(located)).parent.parent
+            if str(prefix) not in ("/", "/usr", "/usr/local"):
+                found.append(str(prefix))
+    return found
 
 
 def _ninja_dir() -> list[str]:
