@@ -10,7 +10,6 @@ import pytest
 from kforge.engine.capture import LoweringError
 from kforge.llm.budget import Budget
 from kforge.llm.factory import make_chat_model
-from kforge.pipelines.builtin import allows_vendor_gemm
 from kforge.pipelines.loop import LoopSettings
 from kforge.pipelines.optimize import (
     OptimizeRequest,
@@ -44,7 +43,7 @@ def test_the_run_record_keeps_the_vendor_policy_for_a_resume(tmp_path: Path) -> 
             run_id = start_run(store, request(LINEAR_GELU, vendor))
             resumed = resume_request(store, run_id, FAST)
             assert resumed.allow_vendor_gemm is vendor
-            assert allows_vendor_gemm(resumed.evaluation_options().policy) is vendor
+            assert resumed.evaluation_options().policy.vendor_gemm is vendor
 
 
 def test_a_full_convolution_in_triton_needs_the_vendor_policy() -> None:

@@ -41,3 +41,25 @@ def test_vendor_gemm_covers_every_operator_matmul_reaches() -> None:
     for op in ("aten::dot", "aten::mv", "aten::mm", "aten::bmm", "aten::matmul"):
         assert judge_dispatched_ops({op}, {op}, vendor) is None, op
         assert judge_dispatched_ops({op}, {op}, Policy()) is not None, op
+
+
+def test_the_vendor_gemm_choice_is_one_field_of_the_policy() -> None:
+    from kforge.verify.policy import policy_rules
+
+    strict = Policy()
+    vendor = strict.allowing_vendor_gemm()
+    assert vendor.vendor_gemm and not strict.vendor_gemm
+    assert policy_rules().aten.vendor_gemm <= vendor.allowed_ops and not strict.allowed_ops
+    assert vendor.vendor_gemm_passes and not strict.vendor_gemm_passes
+    assert Policy(dynamic_checks=False).vendor_gemm_passes  # nothing judges the dispatched operators
+    conv = {"aten::convolution", "aten::mkldnn_convolution"} & set(policy_rules().aten.vendor_gemm)
+    assert conv and judge_dispatched_ops(conv, set(), vendor) is None
+    assert judge_dispatched_ops(conv, set(), strict) is not None
+
+
+def test_rule_help_has_a_line_for_every_rule_the_checks_fire() -> None:
+    from kforge.verify.policy import policy_rules, rule_help
+
+    fired = set(policy_rules().imports.rules) | set(policy_rules().cpp)
+    assert all(rule_help(rule) for rule in fired)
+    assert rule_help(None) == "" and rule_help("no.such-rule") == ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from kforge.verify.policy import policy_data
+from kforge.verify.policy import rule_help
 from kforge.verify.verdict import Outcome, Verdict
 
 
@@ -43,7 +43,7 @@ def verdict_feedback(verdict: Verdict) -> str:
         error = f" (max abs error {verdict.max_abs_error:.3g})" if verdict.max_abs_error else ""
         return f"The output does not match the reference{error}:\n{reason}"
     if outcome == Outcome.REJECTED.value:
-        help_text = policy_data().get("rule_help", {}).get(verdict.rule or "", "")
+        help_text = rule_help(verdict.rule)
         return f"The harness rejected the code under rule {verdict.rule}: {reason}\n{help_text}".rstrip()
     if outcome == Outcome.TIMEOUT.value:
         return f"The code did not finish in time: {reason}"

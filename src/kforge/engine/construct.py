@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from kforge.verify.policy import policy_data
+from kforge.verify.policy import allowed_imports
 
 REFERENCE_CLASS = "_Reference"
 HOLDER = "self.reference"
@@ -46,7 +46,7 @@ def param_expression(name: str) -> str:
 
 def _importable(node: ast.Import | ast.ImportFrom) -> bool:
     """Only modules a candidate may import (a problem's NumPy import would get the whole candidate rejected)."""
-    allowed = set(policy_data()["imports"]["allowed"])
+    allowed = allowed_imports()
     modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
     return not getattr(node, "level", 0) and all(module.split(".")[0] in allowed for module in modules)
 

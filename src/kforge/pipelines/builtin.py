@@ -17,7 +17,6 @@ from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage
 from kforge.pipelines.loop import LoopEvent, LoopResult
 from kforge.problem import Problem
 from kforge.store import Store, text_hash
-from kforge.verify.policy import Policy, policy_data
 from kforge.verify.verdict import Verdict
 
 MADE_BY = "builtin"
@@ -38,11 +37,6 @@ COMPILED_LANGUAGES = ("cpp", "cuda")
 def default_variants(platform: str, language: str) -> int:
     """How many variants the engine judges for (platform, language) when not told."""
     return DEFAULT_VARIANTS.get((platform, language), OTHER_VARIANTS)
-
-
-def allows_vendor_gemm(policy: Policy) -> bool:
-    """Whether the harness policy lets a candidate call the vendor's GEMM and convolution."""
-    return set(policy_data()["aten"]["vendor_gemm"]) <= set(policy.allow_ops) or not policy.dynamic_checks
 
 
 class BuiltinRun:

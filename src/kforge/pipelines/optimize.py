@@ -23,7 +23,7 @@ from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.baselines import RunBaselines
-from kforge.pipelines.builtin import BuiltinRun, allows_vendor_gemm, stage_engine
+from kforge.pipelines.builtin import BuiltinRun, stage_engine
 from kforge.pipelines.confirm import confirm_best
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
 from kforge.pipelines.profiles import profile_candidate
@@ -187,7 +187,7 @@ def check_builtin(request: OptimizeRequest) -> None:
     if request.pipeline != "loop":
         raise OptimizeError("the builtin engine runs on its own: drop --pipeline staged, or pass --model")
     propose(load_problem(request.problem), request.language, limit=1,
-            vendor_gemm=allows_vendor_gemm(request.evaluation_options().policy))
+            vendor_gemm=request.evaluation_options().policy.vendor_gemm_passes)
 
 
 def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
@@ -200,7 +200,7 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
         evaluator = _file_evaluator(problem, options, Path(workdir), pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, Path(workdir), on_event))
-        result = engine.run(problem, vendor_gemm=allows_vendor_gemm(options.policy))
+        result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes)
         confirmation = _settle_best(store, run_id, result, problem, options, Path(workdir), pool, on_event)
     return OptimizeOutcome(run_id, result, confirmation)
 
@@ -212,7 +212,7 @@ def _builtin_start(problem: Problem, request: OptimizeRequest, store: Store, run
         return None
     engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event)
     try:
-        result = engine.run(problem, vendor_gemm=allows_vendor_gemm(request.evaluation_options().policy), variants=1)
+        result = engine.run(problem, vendor_gemm=request.evaluation_options().policy.vendor_gemm_passes, variants=1)
     except LoweringError as exc:
         if on_event:
             on_event(f"{exc} (the model starts from scratch)")
@@ -231,7 +231,7 @@ def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: Recording
     device = get_platform(request.platform).describe().get("device")
     knowledge = KnowledgeAccess.load(request.platform, request.language, device, problem.source,
                                      request.staged.knowledge_tokens)
-    engine = stage_engine(problem, allows_vendor_gemm(request.evaluation_options().policy), on_event) \
+    engine = stage_engine(problem, request.evaluation_options().policy.vendor_gemm_passes, on_event) \
         if request.builtin_start else None
     return StagedPipeline(agents=agents, knowledge=knowledge, evaluate=evaluator, profile=profiler, store=store,
                           run_id=run_id, settings=request.staged, functional_pass=loop.run, on_event=on_event,

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from kforge.verify.policy import Policy, Violation, op_family, policy_data
+from kforge.verify.policy import Policy, Violation, op_family, policy_rules
 
 _TORCH_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.special", "torch.linalg",
                      "torch.fft", "torch.nn.init")
@@ -47,22 +47,21 @@ def check_source(source: str, policy: Policy, reference_ops: set[str] | None = N
 
 class _Checker(ast.NodeVisitor):
     def __init__(self, policy: Policy, reference_families: set[str]) -> None:
-        data = policy_data()
+        rules = policy_rules()
         self.policy = policy
         self.reference_families = reference_families
-        self.allowed_families = {op_family(op) for op in policy.allow_ops}
+        self.allowed_families = {op_family(op) for op in policy.allowed_ops}
         self.names = _Names()
         self.violations: list[Violation] = []
-        self.allowed_imports = set(data["imports"]["allowed"]) | set(policy.allow_imports)
-        self.import_rules = {module: rule for rule, modules in data["imports"]["rules"].items()
-                             for module in modules}
-        self.torch = data["torch"]
-        self.allowed_callables = set(self.torch["allowed_callables"])
-        self.holder_layers = set(self.torch["holder_layers"])
-        self.aliases: dict[str, list[str]] = data["aliases"]
-        self.os_rules = data["os"]
-        self.sys_allowed = set(data["sys"]["allowed"])
-        self.builtins = data["builtins"]
+        self.allowed_imports = rules.imports.allowed | policy.allow_imports
+        self.import_rules = {module: rule for rule, modules in rules.imports.rules.items() for module in modules}
+        self.torch = rules.torch
+        self.allowed_callables = rules.torch.allowed_callables
+        self.holder_layers = rules.torch.holder_layers
+        self.aliases = rules.aliases
+        self.os_rules = rules.os
+        self.sys_allowed = rules.sys.allowed
+        self.builtins = rules.builtins
 
     def flag(self, rule: str, node: ast.AST, message: str) -> None:
         line = getattr(node, "lineno", None)
@@ -130,9 +129,10 @@ class _Checker(ast.NodeVisitor):
 
     def check_torch_path(self, path: str, node: ast.AST) -> bool:
         """Flag use of torch's compilers and internals; True when something was flagged."""
-        for rule, key in (("static.compiler", "compiler_modules"), ("static.introspection", "private_modules"),
-                          ("static.concurrency", "concurrency_modules")):
-            for banned in self.torch[key]:
+        for rule, modules in (("static.compiler", self.torch.compiler_modules),
+                              ("static.introspection", self.torch.private_modules),
+                              ("static.concurrency", self.torch.concurrency_modules)):
+            for banned in modules:
                 if path == banned or path.startswith(banned + "."):
                     self.flag(rule, node, f"uses {banned}")
                     return True
@@ -181,13 +181,13 @@ class _Checker(ast.NodeVisitor):
         parts = path.split(".")
         if parts[0] == "os" and len(parts) > 1:
             attribute = parts[1]
-            if attribute in self.os_rules["process"]:
+            if attribute in self.os_rules.process:
                 self.flag("static.process", node, f"calls {path}: process control")
-            elif attribute in self.os_rules["concurrency"]:
+            elif attribute in self.os_rules.concurrency:
                 self.flag("static.concurrency", node, f"uses {path}: starts processes")
             elif attribute in ("environ", "getenv", "putenv", "unsetenv", "environb", "getenvb"):
                 self.flag("static.io", node, f"reads {path}: environment access")
-            elif attribute not in self.os_rules["allowed"]:
+            elif attribute not in self.os_rules.allowed:
                 self.flag("static.io", node, f"uses {path}: file or system access")
         elif parts[0] == "sys" and len(parts) > 1 and parts[1] not in self.sys_allowed:
             self.flag("static.introspection", node, f"uses {path}")
@@ -229,11 +229,11 @@ class _Checker(ast.NodeVisitor):
                   "kernel does the work (read its weight and bias instead)")
 
     def check_builtin(self, name: str, node: ast.Call) -> None:
-        if name in self.builtins["dynamic"]:
+        if name in self.builtins.dynamic:
             self.flag("static.dynamic-name", node, f"calls {name}(): code or names decided at run time")
-        elif name in self.builtins["io"]:
+        elif name in self.builtins.io:
             self.flag("static.io", node, f"calls {name}(): file or terminal access")
-        elif name in self.builtins["by_name"]:
+        elif name in self.builtins.by_name:
             literal = len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
             target = self.resolve(node.args[0]) if node.args else None
             if not literal:
@@ -275,7 +275,7 @@ class _Checker(ast.NodeVisitor):
 
     # ---- C++ strings -------------------------------------------------------------------------------------
     def check_cpp_strings(self, tree: ast.Module) -> None:
-        patterns = policy_data()["cpp"]
+        patterns = policy_rules().cpp
         for text, node in _string_constants(tree):
             for rule, rule_patterns in patterns.items():
                 for pattern in rule_patterns:
