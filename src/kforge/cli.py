@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kforge import __version__
 from kforge.platforms import PlatformError
-from kforge.problem import ProblemError, SolutionError, load_solution
+from kforge.problem import ProblemError, SolutionError
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.sandbox import SandboxUnavailable
@@ -27,7 +27,6 @@ err = Console(stderr=True)
 out = Console()
 
 EXIT_CORRECT, EXIT_NOT_CORRECT, EXIT_BAD_INPUT = 0, 1, 2
-BUILTIN = "builtin"  # --model value for the builtin synthesis engine
 
 
 def _version(value: bool) -> None:
@@ -214,25 +213,13 @@ def optimize_command(
 
     Exit status: 0 when a correct solution was found (and written with --out), 1 when none was, 2 for bad input.
     """
-    from kforge.agents.planner import StageSelectionError, select_stages
     from kforge.config import ConfigError, load_settings
     from kforge.engine.capture import LoweringError
     from kforge.llm import LLMError
     from kforge.pipelines.loop import LoopSettings
-    from kforge.pipelines.optimize import (
-        OptimizeError,
-        OptimizeRequest,
-        check_builtin,
-        resume_request,
-        run_builtin,
-        run_optimize,
-        start_run,
-    )
-    from kforge.pipelines.staged import StagedSettings
-    from kforge.platforms import get_platform
-    from kforge.reports import attempts_table, best_line, costs_line
-    from kforge.store import Store, StoreError
-    from kforge.trial_tree import trial_tree
+    from kforge.pipelines.optimize import OptimizeError, StoreError, check_builtin, resume_request, start_run
+    from kforge.pipelines.request import BUILTIN, build_request
+    from kforge.store import Store
 
     try:
         settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
@@ -251,75 +238,66 @@ def optimize_command(
                 if settings.model is None:
                     err.print("no model configured: using the builtin engine (--model PROVIDER:MODEL for an LLM)",
                               highlight=False)
-                if pipeline not in ("loop", "staged"):
-                    _bad_input(f"unknown pipeline {pipeline!r}; choose loop or staged", False)
-                if pipeline == "loop" and (kernel or stages):
-                    _bad_input("--kernel and --stages belong to the staged pipeline: add --pipeline staged", False)
-                chosen = get_platform(platform)
-                chosen_language = language or chosen.languages[0]
-                if language is None and str(settings.model or BUILTIN) == BUILTIN:
-                    # The engine writes C++ and Triton: the platform's first of those.
-                    chosen_language = next((lang for lang in chosen.languages if lang in ("cpp", "triton")),
-                                           chosen_language)
-                request = OptimizeRequest(
-                    problem=problem, platform=chosen.name, language=chosen_language,
-                    model=str(settings.model or BUILTIN), eval_options=eval_options, reference=reference,
-                    send_images=images,
+                request = build_request(
+                    problem, model=settings.model, platform=platform, language=language, pipeline=pipeline,
+                    kernel=kernel, stages=stages, reference=reference, retries=retries, eval_options=eval_options,
                     loop=LoopSettings(attempts=attempts, rounds=rounds, candidates=candidates, patience=patience),
-                    max_output_tokens=settings.max_output_tokens, temperature=settings.temperature,
-                    pipeline=pipeline, kernel=kernel,
-                    staged=StagedSettings(stages=select_stages(stages, chosen_language), retries=retries),
-                    builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm)
+                    send_images=images, max_output_tokens=settings.max_output_tokens,
+                    temperature=settings.temperature, builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm)
                 if request.model == BUILTIN:
                     check_builtin(request)  # a problem it cannot lower ends here, before a run is recorded
-                for given in (request.reference, request.kernel):
-                    if given is not None:
-                        load_solution(given)
                 run_id = start_run(store, request)
-            chat = None if request.model == BUILTIN else \
-                settings.model_copy(update={"model": request.model}).chat_model()
-            err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) "
-                      f"with {request.model}", highlight=False)
-            with err.status("starting", spinner="dots") as status:
-                def on_event(text: str) -> None:
-                    status.update(text)
-                    if text.startswith(("attempt ", "round ", "stage ", "plan: ", "analysis: ")):
-                        err.print(f"  {text}", highlight=False)
-
-                if chat is None:
-                    outcome = run_builtin(store, run_id, request, on_event=on_event)
-                else:
-                    outcome = run_optimize(store, run_id, request, chat, settings.budget(),
-                                           use_cache=not settings.no_cache, on_event=on_event)
-            out.print(attempts_table(store, run_id))
-            tree = trial_tree(store, run_id)
-            if tree is not None:
-                out.print(tree, highlight=False)
-            out.print(costs_line(store, run_id), highlight=False)
-            result = outcome.result
-            err.print(f"stopped: {result.stop_reason}", highlight=False)
-            if result.best is None:
-                raise typer.Exit(EXIT_NOT_CORRECT)
-            verdict = result.best.verdict
-            assert verdict is not None
-            again = outcome.confirmation
-            shown = again if again is not None and again.correct else verdict
-            out.print(best_line(result.best.attempt_id, shown.runtime_ms, shown.speedup_vs_eager,
-                                shown.speedup_vs_compile, confirmed=shown is again), highlight=False)
-            if out_file is not None:
-                out_file.parent.mkdir(parents=True, exist_ok=True)
-                out_file.write_text(result.best.source)
-                out.print(f"wrote {out_file}", highlight=False, soft_wrap=True)  # a path stays whole
-            if again is not None and not again.correct:
-                err.print(f"[bold red]the best did not pass when judged again at the end:[/] {again.verdict}: "
-                          f"{again.reason}", highlight=False)
-                raise typer.Exit(EXIT_NOT_CORRECT)
+            _run_and_report(store, run_id, request, settings, out_file)
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
-            StageSelectionError, SandboxUnavailable) as exc:
+            SandboxUnavailable) as exc:
         _bad_input(str(exc), False)
     except (LLMError, LoweringError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT) from None
+
+
+def _run_and_report(store: Any, run_id: int, request: Any, settings: Any, out_file: Path | None) -> None:
+    """Run the request with live progress, print its attempts and its best, write the best to `out_file`."""
+    from kforge.pipelines.events import Event
+    from kforge.pipelines.optimize import run_request
+    from kforge.pipelines.request import BUILTIN
+    from kforge.reports import attempts_table, best_line, costs_line
+    from kforge.trial_tree import trial_tree
+
+    chat = None if request.model == BUILTIN else settings.model_copy(update={"model": request.model}).chat_model()
+    err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) with {request.model}",
+              highlight=False)
+    with err.status("starting", spinner="dots") as status:
+        def on_event(event: Event) -> None:
+            status.update(event.text)
+            if event.lasting:
+                err.print(f"  {event.text}", highlight=False)
+
+        outcome = run_request(store, run_id, request, chat, settings.budget(), use_cache=not settings.no_cache,
+                              on_event=on_event)
+    out.print(attempts_table(store, run_id))
+    tree = trial_tree(store, run_id)
+    if tree is not None:
+        out.print(tree, highlight=False)
+    out.print(costs_line(store, run_id), highlight=False)
+    result = outcome.result
+    err.print(f"stopped: {result.stop_reason}", highlight=False)
+    if result.best is None:
+        raise typer.Exit(EXIT_NOT_CORRECT)
+    verdict = result.best.verdict
+    assert verdict is not None
+    again = outcome.confirmation
+    shown = again if again is not None and again.correct else verdict
+    out.print(best_line(result.best.attempt_id, shown.runtime_ms, shown.speedup_vs_eager, shown.speedup_vs_compile,
+                        confirmed=shown is again), highlight=False)
+    if out_file is not None:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(result.best.source)
+        out.print(f"wrote {out_file}", highlight=False, soft_wrap=True)  # a path stays whole
+    if again is not None and not again.correct:
+        err.print(f"[bold red]the best did not pass when judged again at the end:[/] {again.verdict}: "
+                  f"{again.reason}", highlight=False)
+        raise typer.Exit(EXIT_NOT_CORRECT)
 
 
 @app.command("runs")

@@ -221,15 +221,33 @@ def _check_reference_repeats(problem: Problem, model: torch.nn.Module, first: An
 
 @dataclass(frozen=True)
 class Solution:
-    """A candidate's source text; never imported in this process."""
+    """A candidate's source text and language; never imported in this process. `path` is where it was read
+    from, None for a candidate that exists only as text (a model's reply, an engine's variant)."""
 
-    path: Path
     source: str
     language: str
+    path: Path | None = None
 
     @property
     def source_hash(self) -> str:
         return source_hash(self.source)
+
+    @classmethod
+    def from_source(cls, source: str, language: str | None = None, name: str = "the solution",
+                    path: Path | None = None) -> Solution:
+        """Check `source` parses and defines ModelNew, and settle its language (inferred when not given);
+        SolutionError with a one-line reason otherwise. `name` is how the message calls it."""
+        try:
+            tree = ast.parse(source, filename=name)
+        except SyntaxError as exc:
+            raise SolutionError(f"{name} is not valid Python: {exc.msg} (line {exc.lineno})") from None
+        if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
+            raise SolutionError(f"{name} defines no class ModelNew at module level")
+        if language is None:
+            language = infer_language(tree)
+        elif language not in LANGUAGES:
+            raise SolutionError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
+        return cls(source=source, language=language, path=path)
 
 
 def load_solution(path: str | Path, language: str | None = None) -> Solution:
@@ -237,18 +255,7 @@ def load_solution(path: str | Path, language: str | None = None) -> Solution:
     path = Path(path)
     if not path.is_file():
         raise SolutionError(f"solution file not found: {path}")
-    source = path.read_text()
-    try:
-        tree = ast.parse(source, filename=str(path))
-    except SyntaxError as exc:
-        raise SolutionError(f"solution {path.name} is not valid Python: {exc.msg} (line {exc.lineno})") from None
-    if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
-        raise SolutionError(f"solution {path.name} defines no class ModelNew at module level")
-    if language is None:
-        language = infer_language(tree)
-    elif language not in LANGUAGES:
-        raise SolutionError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
-    return Solution(path=path.resolve(), source=source, language=language)
+    return Solution.from_source(path.read_text(), language, name=f"solution {path.name}", path=path.resolve())
 
 
 def infer_language(tree: ast.Module) -> str:

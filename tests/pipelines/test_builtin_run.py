@@ -32,7 +32,8 @@ def judged_by_default(tmp_path: Path, platform: str, language: str) -> tuple[lis
 
     with Store(tmp_path / f"{platform}-{language}.db") as store:
         run = store.create_run(command="optimize")
-        result = BuiltinRun(store, run.id, platform, language, judge, said.append).run(PROBLEM)
+        engine = BuiltinRun(store, run.id, platform, language, judge, lambda event: said.append(event.text))
+        result = engine.run(PROBLEM)
     assert result.best is not None and result.best.source == judged[0]  # equal timings: the default stays
     return judged, said
 

@@ -3,11 +3,13 @@ verdict and its reports show it. Real harness, real workers, the CPU platform.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from kforge.agents.feedback import AttemptOutcome
 from kforge.pipelines.confirm import confirm_best
 from kforge.pipelines.judging import AttemptRecord
+from kforge.problem import load_problem
 from kforge.reports import run_record, stored_best_line
 from kforge.store import Store
 from kforge.verify.evaluate import evaluate
@@ -36,8 +38,8 @@ def test_the_best_is_judged_again_beside_the_reference_and_reports_show_it(tmp_p
     said: list[str] = []
     with Store(tmp_path / "runs.db") as store, WorkerPool(spares=1) as pool:
         run_id, best = _run_with_a_best(store)
-        again = confirm_best(store, run_id, PROBLEM, best, HONEST, fast_options(baselines=("eager",)), pool,
-                             said.append)
+        again = confirm_best(store, run_id, load_problem(PROBLEM), best, fast_options(baselines=("eager",)), pool,
+                             lambda event: said.append(event.text))
         assert again is not None and again.correct, again
         assert again.eager_ms is not None and again.speedup_vs_eager is not None
         assert any("confirming the best" in line for line in said)
@@ -53,11 +55,12 @@ def test_the_best_is_judged_again_beside_the_reference_and_reports_show_it(tmp_p
 def test_a_best_failing_the_second_time_is_reported_and_no_baselines_means_no_second_time(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         run_id, best = _run_with_a_best(store)
-        assert confirm_best(store, run_id, PROBLEM, best, HONEST, fast_options(), None) is None
+        assert confirm_best(store, run_id, load_problem(PROBLEM), best, fast_options(), None) is None
         run = store.get_run(run_id)
         assert run is not None and run.confirmation is None
-        # The best's file now computes something else: the second judgement says so, and so does the best line.
-        again = confirm_best(store, run_id, PROBLEM, best, WRONG, fast_options(baselines=("eager",)), None)
+        # The best now computes something else: the second judgement says so, and so does the best line.
+        changed = replace(best, source=WRONG.read_text())
+        again = confirm_best(store, run_id, load_problem(PROBLEM), changed, fast_options(baselines=("eager",)), None)
         assert again is not None and not again.correct
         line = stored_best_line(store, run_id)
         assert f"judged again at the end: {again.verdict}" in line and "vs eager" not in line

@@ -39,7 +39,7 @@ def test_a_run_times_the_reference_once_and_a_resumed_run_reuses_it(tmp_path: Pa
     said: list[str] = []
     with Store(tmp_path / "runs.db") as store, WorkerPool(spares=1) as pool:
         run_id = store.create_run(command="optimize").id
-        baselines = RunBaselines(store, run_id, PROBLEM, options, pool, said.append)
+        baselines = RunBaselines(store, run_id, PROBLEM, options, pool, lambda event: said.append(event.text))
         assert baselines.candidate_options.baselines == ()
         verdicts = [baselines.attach(evaluate(PROBLEM, SOLUTION, baselines.candidate_options, pool=pool))
                     for _ in range(2)]
@@ -56,7 +56,8 @@ def test_a_run_times_the_reference_once_and_a_resumed_run_reuses_it(tmp_path: Pa
 
         # Resumed: a new RunBaselines on the same run measures nothing and compares with the stored figure.
         resumed_said: list[str] = []
-        resumed = RunBaselines(store, run_id, PROBLEM, options, pool, resumed_said.append)
+        resumed = RunBaselines(store, run_id, PROBLEM, options, pool,
+                               lambda event: resumed_said.append(event.text))
         fresh = evaluate(PROBLEM, SOLUTION, resumed.candidate_options, pool=pool)
         assert fresh.eager_ms is None
         assert resumed.attach(fresh).eager_ms == eager and resumed_said == []

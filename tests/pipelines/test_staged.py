@@ -23,6 +23,7 @@ from kforge.knowledge import Violation
 from kforge.llm import make_chat_model
 from kforge.llm.budget import Budget
 from kforge.llm.recording import RecordingChatModel
+from kforge.pipelines.events import Event
 from kforge.pipelines.judging import KB_REJECTED
 from kforge.pipelines.loop import KForgeLoop, LoopSettings
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
@@ -96,6 +97,11 @@ class Harness:
         self.judge = Judge()
         self.profiled: list[int] = []
         self.events: list[str] = []
+        self.kinds: dict[str, str] = {}  # an event's text -> its kind
+
+    def hear(self, event: Event) -> None:
+        self.events.append(event.text)
+        self.kinds[event.text] = event.kind
 
     def pipeline(self, settings: StagedSettings, budget: Budget | None = None,
                  knowledge: KnowledgeAccess | None = None) -> StagedPipeline:
@@ -106,11 +112,11 @@ class Harness:
                               StageWriter(chat, TARGET, PROBLEM))
         loop = KForgeLoop(generator=GenerationAgent(chat, TARGET, PROBLEM), analyst=None,  # type: ignore[arg-type]
                           evaluate=self.judge, profile=self.profile, store=self.store, run_id=self.run_id,
-                          settings=LoopSettings(attempts=2, rounds=0), on_event=self.events.append)
+                          settings=LoopSettings(attempts=2, rounds=0), on_event=self.hear)
         knowledge = knowledge or KnowledgeAccess.load("cuda", "triton", "NVIDIA H200", PROBLEM, 2000)
         return StagedPipeline(agents=agents, knowledge=knowledge, evaluate=self.judge, profile=self.profile,
                               store=self.store, run_id=self.run_id, settings=settings, functional_pass=loop.run,
-                              on_event=self.events.append)
+                              on_event=self.hear)
 
     def profile(self, record: object) -> ProfileView:
         self.profiled.append(record.attempt_id)  # type: ignore[attr-defined]
@@ -157,6 +163,9 @@ def test_the_whole_scenario(server: ScriptedServer, tmp_path: Path) -> None:
     assert result.stop_reason == "ran 3 stage(s), 2 accepted"
     assert [s.accepted is not None for s in result.stages] == [True, False, True]
     assert "stage memory_access: skipped: no candidate was correct and faster in 2 tries" in harness.events
+    assert harness.kinds["stage memory_access: skipped: no candidate was correct and faster in 2 tries"] == "stage"
+    assert {harness.kinds[text] for text in harness.events if text.startswith("attempt ")} == {"attempt"}
+    assert {harness.kinds[text] for text in harness.events if text.startswith("plan: ")} == {"plan"}
 
 
 def test_the_report_shares_the_speedup_among_stages(server: ScriptedServer, tmp_path: Path) -> None:

@@ -64,11 +64,11 @@ class EngineHarness(Harness):
                               StageWriter(chat, TARGET, text))
         loop = KForgeLoop(generator=GenerationAgent(chat, TARGET, text), analyst=None,  # type: ignore[arg-type]
                           evaluate=self.judge, profile=self.profile, store=self.store, run_id=self.run_id,
-                          settings=LoopSettings(attempts=2, rounds=0), on_event=self.events.append)
+                          settings=LoopSettings(attempts=2, rounds=0), on_event=self.hear)
         knowledge = KnowledgeAccess.load("cuda", "triton", "NVIDIA H200", text, 2000)
         return StagedPipeline(agents=agents, knowledge=knowledge,
                               evaluate=self.judge, profile=self.profile, store=self.store, run_id=self.run_id,
-                              settings=settings, functional_pass=loop.run, on_event=self.events.append,
+                              settings=settings, functional_pass=loop.run, on_event=self.hear,
                               engine=stage_engine(problem, vendor_gemm=False))
 
 

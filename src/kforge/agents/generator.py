@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from kforge.agents.replies import ReplyError, extract_solution
 from kforge.agents.targets import Target
 from kforge.agents.templates import render
+from kforge.llm.base import ChatModel
 from kforge.llm.messages import Completion, DeltaCallback, Message
 
 Phase = Literal["generate", "repair", "optimize"]
-
-
-class Chat(Protocol):
-    def complete(self, messages: list[Message], *, max_tokens: int, temperature: float | None = None,
-                 on_delta: DeltaCallback | None = None) -> Completion: ...
 
 
 @dataclass(frozen=True)
@@ -40,7 +36,7 @@ class Proposal:
 
 
 class GenerationAgent:
-    def __init__(self, chat: Chat, target: Target, problem_source: str, reference_solution: str | None = None,
+    def __init__(self, chat: ChatModel, target: Target, problem_source: str, reference_solution: str | None = None,
                  max_tokens: int = 8192, temperature: float | None = None) -> None:
         self.chat = chat
         self.target = target

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kforge.agents.analyzer import Analysis
-from kforge.agents.generator import Chat
 from kforge.agents.stage_replies import find_json, stage_of
 from kforge.agents.targets import Target
 from kforge.agents.templates import render
 from kforge.knowledge.stages import STAGE_TITLES, STAGES
+from kforge.llm.base import ChatModel
 from kforge.llm.messages import Completion, Message
 
 # stage -> the stages that must run before it when both run. Why: the structure of the computation
@@ -131,7 +131,8 @@ class Plan:
 
 
 class PlannerAgent:
-    def __init__(self, chat: Chat, target: Target, max_tokens: int = 512, temperature: float | None = None) -> None:
+    def __init__(self, chat: ChatModel, target: Target, max_tokens: int = 512,
+                 temperature: float | None = None) -> None:
         self.chat = chat
         self.target = target
         self.max_tokens = max_tokens

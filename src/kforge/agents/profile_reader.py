@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kforge.agents.generator import Chat
 from kforge.agents.targets import Target
 from kforge.agents.templates import render
+from kforge.llm.base import ChatModel
 from kforge.llm.messages import Completion, Message
 
 
@@ -27,7 +27,7 @@ class ProfileReader:
     template: ClassVar[str]
     default_max_tokens: ClassVar[int] = 1024
 
-    def __init__(self, chat: Chat, target: Target, problem_source: str, send_images: bool = False,
+    def __init__(self, chat: ChatModel, target: Target, problem_source: str, send_images: bool = False,
                  max_tokens: int | None = None, temperature: float | None = None) -> None:
         self.chat = chat
         self.target = target

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kforge.agents.analyzer import Issue
-from kforge.agents.generator import Chat, Proposal, proposal_from
+from kforge.agents.generator import Proposal, proposal_from
 from kforge.agents.targets import Target
 from kforge.agents.templates import render
 from kforge.knowledge.stages import STAGE_TITLES
+from kforge.llm.base import ChatModel
 from kforge.llm.messages import DeltaCallback, Message
 
 
@@ -30,7 +31,7 @@ class StageRequest:
 
 
 class StageWriter:
-    def __init__(self, chat: Chat, target: Target, problem_source: str, max_tokens: int = 8192,
+    def __init__(self, chat: ChatModel, target: Target, problem_source: str, max_tokens: int = 8192,
                  temperature: float | None = None) -> None:
         self.chat = chat
         self.target = target

@@ -17,12 +17,14 @@ from kforge.problem import Problem
 
 
 @dataclass(frozen=True)
-class Proposal:
+class EngineCandidates:
+    """The engine's answer for one problem: the program it lowered, and one candidate per configuration."""
+
     program: ir.Program  # after simplification
     variants: tuple[Variant, ...]  # the backend's default configuration first
 
 
-def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: int = 3) -> Proposal:
+def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: int = 3) -> EngineCandidates:
     """Candidates for `problem` in `language`; LoweringError (one line for the user) when it cannot."""
     program = simplify(capture(problem).program)
     try:
@@ -38,4 +40,4 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
         if not message.startswith("builtin engine"):
             message = f"builtin engine: {message}; configure a model with --model"
         raise LoweringError(message) from None
-    return Proposal(program, tuple(Variant(dict(config), source) for config, source in found))
+    return EngineCandidates(program, tuple(Variant(dict(config), source) for config, source in found))

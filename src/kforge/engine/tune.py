@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kforge.verify.compare import is_faster
-from kforge.verify.verdict import Verdict
+from kforge.verify.verdict import Evaluator, Verdict
 
-Evaluator = Callable[[str], Verdict]
 Progress = Callable[[str], None]
 
 

@@ -9,24 +9,22 @@ store (a resumed run reuses them), and attaches them to every timed verdict.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
+from kforge.pipelines.events import EventSink, Reporter
 from kforge.store import Store
-from kforge.verify.evaluate import EvalOptions, measure_baselines
+from kforge.verify.evaluate import EvalOptions, ProblemInput, measure_baselines
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Baselines, Verdict
 
 
 class RunBaselines:
-    def __init__(self, store: Store, run_id: int, problem: Path, options: EvalOptions, pool: WorkerPool | None,
-                 say: Callable[[str], None] | None = None) -> None:
+    def __init__(self, store: Store, run_id: int, problem: ProblemInput, options: EvalOptions, pool: WorkerPool | None,
+                 on_event: EventSink | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.problem = problem
         self.options = options
         self.pool = pool
-        self.say = say or (lambda _message: None)
+        self.say = Reporter(on_event)
         self._value: Baselines | None = None
 
     @property

@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kforge.agents.targets import Target
-from kforge.engine.propose import Proposal, propose
+from kforge.engine.propose import EngineCandidates, propose
 from kforge.engine.tune import TuneSettings, tune
+from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage
-from kforge.pipelines.loop import LoopEvent, LoopResult
+from kforge.pipelines.loop import LoopResult
 from kforge.problem import Problem
 from kforge.store import Store, text_hash
-from kforge.verify.verdict import Verdict
+from kforge.verify.verdict import Evaluator, Verdict
 
 MADE_BY = "builtin"
 ON_ITS_OWN = Lineage("generate", 0, None, MADE_BY)  # where its attempts sit when it runs outside a stage
-Evaluator = Callable[[str], Verdict]
 Prebuild = Callable[[list[str]], None]  # compiles sources ahead of their evaluation, side by side
 
 # Variants judged in a run unless the caller asks for a number, by (platform, language). A C++ variant costs
@@ -44,14 +44,14 @@ class BuiltinRun:
     start), or through a pipeline's judge where the variants are tries of a stage (`lineage`)."""
 
     def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
-                 on_event: LoopEvent | None = None, *, judge: AttemptJudge | None = None,
+                 on_event: EventSink | None = None, *, judge: AttemptJudge | None = None,
                  lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.platform = platform
         self.language = language
         self.evaluate = evaluate
-        self.say = on_event or (lambda _text: None)
+        self.say = Reporter(on_event)
         self.lineage = lineage
         self.prebuild = prebuild
         self.records: dict[str, AttemptRecord] = {}
@@ -63,7 +63,7 @@ class BuiltinRun:
         """Propose and judge up to `variants` (default: `default_variants`); LoweringError (before anything is
         recorded) when the problem cannot be lowered."""
         limit = variants if variants is not None else default_variants(self.platform, self.language)
-        proposal: Proposal = propose(problem, self.language, vendor_gemm=vendor_gemm, limit=limit)
+        proposal: EngineCandidates = propose(problem, self.language, vendor_gemm=vendor_gemm, limit=limit)
         for note in proposal.program.notes:
             self.say(f"builtin: {note}")
         self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
@@ -99,7 +99,7 @@ class BuiltinRun:
 
 
 def stage_engine(problem: Problem, vendor_gemm: bool,
-                 on_event: LoopEvent | None = None) -> Callable[[AttemptJudge, Lineage], LoopResult]:
+                 on_event: EventSink | None = None) -> Callable[[AttemptJudge, Lineage], LoopResult]:
     """The engine as the staged pipeline's autotuning try: its variants judged by the pipeline's judge, where the
     pipeline places them (`lineage`); LoweringError when it cannot lower the problem."""
     def search(judge: AttemptJudge, lineage: Lineage) -> LoopResult:

@@ -10,26 +10,25 @@ right only some of the time is caught here rather than shipped.
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptRecord
-from kforge.pipelines.loop import LoopEvent
+from kforge.problem import Problem, Solution
 from kforge.store import Store
 from kforge.verify.evaluate import EvalOptions, evaluate
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Verdict
 
 
-def confirm_best(store: Store, run_id: int, problem: Path, best: AttemptRecord, solution: Path,
-                 options: EvalOptions, pool: WorkerPool | None, on_event: LoopEvent | None = None) -> Verdict | None:
+def confirm_best(store: Store, run_id: int, problem: Problem, best: AttemptRecord, options: EvalOptions,
+                 pool: WorkerPool | None, on_event: EventSink | None = None) -> Verdict | None:
     """Judge the run's best again with its baselines beside it and keep the verdict on the run; None (nothing
     recorded) when the run asks for no timing or no baselines, or its best was never timed."""
     if not options.measure or not options.baselines or best.verdict is None or best.verdict.timing is None:
         return None
-    say = on_event or (lambda _message: None)
+    say = Reporter(on_event)
     say(f"confirming the best (attempt {best.attempt_id}): judged again, the reference timed in turn beside it")
-    verdict = evaluate(problem, solution, options, pool=pool)
+    verdict = evaluate(problem, Solution.from_source(best.source, options.language), options, pool=pool)
     store.record_confirmation(run_id, best.attempt_id, verdict.model_dump(mode="json"))
     if not verdict.correct:
-        say(f"the best did not pass a second time: {verdict.verdict}: {verdict.reason}")
+        say.line("attempt", f"the best did not pass a second time: {verdict.verdict}: {verdict.reason}")
     return verdict

@@ -14,7 +14,7 @@ Every attempt of a stage points at the stage's input as its parent, and carries 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kforge.agents.analyzer import Issue
@@ -22,6 +22,7 @@ from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import Proposal
 from kforge.agents.stage_writer import StageRequest, StageWriter
 from kforge.knowledge import Retrieval, Violation
+from kforge.pipelines.events import Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage, usage_of
 from kforge.pipelines.stage_knowledge import Checker
 from kforge.verify.compare import is_faster
@@ -38,7 +39,7 @@ class StageResult:
 
 class Cover:
     def __init__(self, *, writer: StageWriter, check: Checker, judge: AttemptJudge, retries: int,
-                 say: Callable[[str], None]) -> None:
+                 say: Reporter) -> None:
         self.writer = writer
         self.check = check
         self.judge = judge
@@ -53,17 +54,17 @@ class Cover:
         attempts: list[AttemptRecord] = []
         tries = self.retries + 1
         for number in range(1, tries + 1):
-            self.say(f"stage {stage}: try {number} of {tries}")
+            self.say.line("stage", f"stage {stage}: try {number} of {tries}")
             where = Lineage("optimize" if number == 1 else "repair", number, stage_input.attempt_id, stage, stage)
             record, feedback = self._try(self.writer.propose(request), where, stage_input)
             attempts.append(record)
             if feedback is None:
                 reason = f"accepted on try {number}: {stage_input.runtime_ms:.4g} -> {record.runtime_ms:.4g} ms"
-                self.say(f"stage {stage}: {reason}")
+                self.say.line("stage", f"stage {stage}: {reason}")
                 return StageResult(stage, stage_input, tuple(attempts), record, reason)
             request = replace(request, previous_source=record.source or None, feedback=feedback)
         reason = f"skipped: no candidate was correct and faster in {tries} tries"
-        self.say(f"stage {stage}: {reason}")
+        self.say.line("stage", f"stage {stage}: {reason}")
         return StageResult(stage, stage_input, tuple(attempts), None, reason)
 
     def _try(self, proposal: Proposal, where: Lineage, stage_input: AttemptRecord) -> tuple[AttemptRecord, str | None]:
@@ -79,7 +80,7 @@ class Cover:
             details = {"violations": [{"constraint_id": v.constraint_id, "severity": v.severity,
                                        "message": v.message, "line": v.line} for v in violations]}
             record = self.judge.reject(proposal.source, where, note + advice, details, usage_of(proposal))
-            self.say(f"attempt {record.attempt_id}: rejected by the knowledge base "
+            self.say.line("attempt", f"attempt {record.attempt_id}: rejected by the knowledge base "
                      f"({', '.join(v.constraint_id for v in errors)}), not run")
             return record, record.note
         record = self.judge.judge(proposal.source, where, usage_of(proposal))

@@ -14,10 +14,9 @@ from kforge.agents.analyst import ProfileView
 from kforge.agents.feedback import AttemptOutcome, generation_feedback, verdict_feedback
 from kforge.agents.generator import Phase, Proposal
 from kforge.agents.targets import Target
+from kforge.pipelines.events import Reporter
 from kforge.store import Attempt, Store, text_hash
-from kforge.verify.verdict import Verdict
-
-Evaluator = Callable[[str], Verdict]
+from kforge.verify.verdict import Evaluator, Verdict
 
 # The outcome stored for a candidate the knowledge base rejected before any hardware run.
 KB_REJECTED = "rejected_by_knowledge_base"
@@ -66,7 +65,7 @@ class Lineage:
 
 class AttemptJudge:
     def __init__(self, store: Store, run_id: int, target: Target, evaluate: Evaluator,
-                 say: Callable[[str], None], on_record: Callable[[AttemptRecord], None]) -> None:
+                 say: Reporter, on_record: Callable[[AttemptRecord], None]) -> None:
         self.store = store
         self.run_id = run_id
         self.target = target
@@ -128,7 +127,8 @@ class AttemptJudge:
         self.on_record(record)
         runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
         stage = f" {record.stage}" if record.stage else ""
-        self.say(f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}")
+        self.say.line("attempt",
+                      f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}")
         return record
 
 

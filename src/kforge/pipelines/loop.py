@@ -15,7 +15,6 @@ store already judged is not evaluated again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
@@ -23,6 +22,7 @@ from kforge.agents.analyst import AnalystAgent
 from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, Proposal
 from kforge.llm.budget import BudgetExceeded
+from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.store import Store
 from kforge.verify.compare import is_faster  # also imported from here by callers of the loop
@@ -47,13 +47,12 @@ class LoopResult:
     recommendations: list[str] = field(default_factory=list)
 
 
-LoopEvent = Callable[[str], None]
 
 
 class KForgeLoop:
     def __init__(self, *, generator: GenerationAgent, analyst: AnalystAgent, evaluate: Evaluator,
                  profile: Profiler, store: Store, run_id: int, settings: LoopSettings,
-                 on_event: LoopEvent | None = None) -> None:
+                 on_event: EventSink | None = None) -> None:
         self.generator = generator
         self.analyst = analyst
         self.evaluate = evaluate
@@ -61,7 +60,7 @@ class KForgeLoop:
         self.store = store
         self.run_id = run_id
         self.settings = settings
-        self.say = on_event or (lambda _text: None)
+        self.say = Reporter(on_event)
         self.result = LoopResult()
         self.judge = AttemptJudge(store, run_id, generator.target, evaluate, self.say, self.result.attempts.append)
 
@@ -102,12 +101,12 @@ class KForgeLoop:
         for round_ in range(1, self.settings.rounds + 1):
             best = self.result.best
             assert best is not None and best.verdict is not None
-            self.say(f"round {round_}: profiling the best candidate (attempt {best.attempt_id})")
+            self.say.line("round", f"round {round_}: profiling the best candidate (attempt {best.attempt_id})")
             view = analysis_view(self.store, self.profile, best)
             recommendation = self.analyst.recommend(best.source, best.verdict.runtime_ms or 0.0,
                                                     best.verdict.eager_ms, view, self.result.recommendations)
             self.result.recommendations.append(recommendation.text)
-            self.say(f"round {round_}: analyst recommends: {recommendation.text}")
+            self.say.line("round", f"round {round_}: analyst recommends: {recommendation.text}")
             request = GenerationRequest(phase="optimize", previous_source=best.source,
                                         recommendation=recommendation.text,
                                         best_runtime_ms=best.verdict.runtime_ms, eager_ms=best.verdict.eager_ms)
@@ -132,7 +131,7 @@ class KForgeLoop:
             current = self.result.best
             assert current is not None and current.verdict is not None
             if record.verdict is not None and is_faster(record.verdict, current.verdict):
-                self.say(f"round {round_}: attempt {record.attempt_id} is the new best "
+                self.say.line("round", f"round {round_}: attempt {record.attempt_id} is the new best "
                          f"({current.verdict.runtime_ms:.4g} -> {record.verdict.runtime_ms:.4g} ms)")
                 self.result.best = record
                 improved = True
@@ -157,7 +156,7 @@ class KForgeLoop:
 class _StreamCounter:
     """Turns streamed reply text into progress events ('model writing: 1200 characters')."""
 
-    def __init__(self, say: LoopEvent, replies: int) -> None:
+    def __init__(self, say: Reporter, replies: int) -> None:
         self.say = say
         self.replies = replies
         self.characters = 0

@@ -4,12 +4,9 @@ a chat model and the harness."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, replace
 
 from kforge.agents.analyst import AnalystAgent, ProfileView
 from kforge.agents.analyzer import AnalyzerAgent
@@ -25,73 +22,20 @@ from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.baselines import RunBaselines
 from kforge.pipelines.builtin import BuiltinRun, stage_engine
 from kforge.pipelines.confirm import confirm_best
-from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopEvent, LoopResult, LoopSettings
+from kforge.pipelines.events import EventSink, Reporter
+from kforge.pipelines.judging import Evaluator
+from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopResult
 from kforge.pipelines.profiles import profile_candidate
+from kforge.pipelines.request import BUILTIN, OptimizeError, OptimizeRequest, resume_request, start_run
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
-from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult, StagedSettings
+from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult
 from kforge.platforms import get_platform
-from kforge.problem import Problem, load_problem, source_hash
+from kforge.problem import Problem, Solution, load_problem
 from kforge.store import Store, StoreError
 from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
 from kforge.verify.prebuild import Prebuilder
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Verdict
-
-
-class OptimizeError(ValueError):
-    """A request that cannot be carried out; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class OptimizeRequest:
-    problem: Path
-    platform: str
-    language: str
-    model: str
-    loop: LoopSettings = field(default_factory=LoopSettings)
-    eval_options: EvalOptions = field(default_factory=EvalOptions)
-    reference: Path | None = None
-    send_images: bool = False
-    max_output_tokens: int = 8192
-    temperature: float | None = None
-    pipeline: str = "loop"  # "loop" (KForge) or "staged" (Xe-Forge)
-    staged: StagedSettings = field(default_factory=StagedSettings)
-    kernel: Path | None = None  # the staged pipeline's starting kernel
-    builtin_start: bool = True  # the loop starts from the builtin engine's kernel when it can lower the problem
-    allow_vendor_gemm: bool = False  # candidates may call the vendor's GEMM/convolution (the engine offers such too)
-
-    def evaluation_options(self) -> EvalOptions:
-        """The harness options of every evaluation in the run: the request's target, and its policy."""
-        policy = self.eval_options.policy
-        if self.allow_vendor_gemm:
-            policy = policy.allowing_vendor_gemm()
-        return self.eval_options.model_copy(update={"platform": self.platform, "language": self.language,
-                                                    "policy": policy})
-
-    def for_record(self) -> dict[str, Any]:
-        return {"problem": str(self.problem), "platform": self.platform, "language": self.language,
-                "model": self.model, "reference": str(self.reference) if self.reference else None,
-                "loop": self.loop.__dict__, "send_images": self.send_images,
-                "max_output_tokens": self.max_output_tokens, "temperature": self.temperature,
-                "eval": self.eval_options.model_dump(mode="json", exclude={"policy", "cache_dir", "tolerance"}),
-                "pipeline": self.pipeline, "staged": self.staged.for_record(),
-                "kernel": str(self.kernel) if self.kernel else None,
-                "kernel_hash": source_hash(self.kernel.read_text()) if self.kernel else None,
-                "builtin_start": self.builtin_start, "allow_vendor_gemm": self.allow_vendor_gemm}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any], eval_options: EvalOptions) -> OptimizeRequest:
-        return cls(problem=Path(record["problem"]), platform=record["platform"], language=record["language"],
-                   model=record["model"], loop=LoopSettings(**record["loop"]),
-                   eval_options=EvalOptions.model_validate({**eval_options.model_dump(), **record.get("eval", {})}),
-                   reference=Path(record["reference"]) if record.get("reference") else None,
-                   send_images=bool(record.get("send_images")),
-                   max_output_tokens=int(record.get("max_output_tokens", 8192)),
-                   temperature=record.get("temperature"), pipeline=record.get("pipeline", "loop"),
-                   staged=StagedSettings.from_record(record.get("staged", {})),
-                   kernel=Path(record["kernel"]) if record.get("kernel") else None,
-                   builtin_start=bool(record.get("builtin_start", False)),
-                   allow_vendor_gemm=bool(record.get("allow_vendor_gemm", False)))
 
 
 @dataclass
@@ -101,31 +45,20 @@ class OptimizeOutcome:
     confirmation: Verdict | None = None  # the best judged again at the end (pipelines/confirm.py)
 
 
-def start_run(store: Store, request: OptimizeRequest) -> int:
-    problem = load_problem(request.problem)
-    run = store.create_run(command="optimize", problem_path=str(problem.path), problem_hash=problem.source_hash,
-                           platform=request.platform, language=request.language, model=request.model,
-                           settings=request.for_record())
-    return run.id
-
-
-def resume_request(store: Store, run_id: int, eval_options: EvalOptions) -> OptimizeRequest:
-    """The request a run was started with, so resuming it repeats the same work."""
-    run = store.get_run(run_id)
-    if run is None:
-        raise OptimizeError(f"no run {run_id} in the store")
-    if run.command != "optimize":
-        raise OptimizeError(f"run {run_id} was made by {run.command!r}, not optimize")
-    request = OptimizeRequest.from_record(run.settings, eval_options)
-    if source_hash(request.problem.read_text()) != run.problem_hash:
-        raise OptimizeError(f"the problem file {request.problem} changed since run {run_id} started")
-    if request.kernel and source_hash(request.kernel.read_text()) != run.settings.get("kernel_hash"):
-        raise OptimizeError(f"the starting kernel {request.kernel} changed since run {run_id} started")
-    return request
+def run_request(store: Store, run_id: int, request: OptimizeRequest, chat: ChatModel | None,
+                budget: Budget | None = None, use_cache: bool = True,
+                on_event: EventSink | None = None) -> OptimizeOutcome:
+    """Run (or resume) `request` as run `run_id`: the builtin engine alone when its model is `builtin` (no
+    `chat` needed), else the LLM pipeline it names with `chat`."""
+    if request.model == BUILTIN:
+        return run_builtin(store, run_id, request, on_event=on_event)
+    if chat is None:
+        raise OptimizeError(f"model {request.model} needs a chat model")
+    return run_optimize(store, run_id, request, chat, budget or Budget(), use_cache=use_cache, on_event=on_event)
 
 
 def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: ChatModel, budget: Budget,
-                 use_cache: bool = True, on_event: LoopEvent | None = None) -> OptimizeOutcome:
+                 use_cache: bool = True, on_event: EventSink | None = None) -> OptimizeOutcome:
     """Run (or resume) the loop for `run_id`; the run is marked finished, failed or interrupted."""
     problem = load_problem(request.problem)
     target = Target(request.platform, request.language)
@@ -139,10 +72,9 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
                                 request.temperature)
     analyst = AnalystAgent(recording, target, problem.source, request.send_images, temperature=request.temperature)
     options = request.evaluation_options()
-    with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
-            _marking_status(store, run_id):
-        evaluator = _file_evaluator(problem, options, Path(workdir), pool, store, run_id, on_event)
-        profiler = _candidate_profiler(problem, options, Path(workdir), pool, store, on_event)
+    with WorkerPool(spares=1) as pool, _marking_status(store, run_id):
+        evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
+        profiler = _candidate_profiler(problem, options, pool, store, on_event)
         staged = request.pipeline == "staged"
         loop_settings = replace(request.loop, rounds=0) if staged else request.loop  # staged: a first kernel only
         loop = KForgeLoop(generator=generator, analyst=analyst, evaluate=evaluator, profile=profiler,
@@ -153,7 +85,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
             result: LoopResult | StagedResult = pipeline.run(request.kernel.read_text() if request.kernel else None)
         else:
             result = loop.run(_builtin_start(problem, request, store, run_id, evaluator, on_event))
-        confirmation = _settle_best(store, run_id, result, problem, options, Path(workdir), pool, on_event)
+        confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
     return OptimizeOutcome(run_id, result, confirmation)
 
 
@@ -172,14 +104,13 @@ def _marking_status(store: Store, run_id: int) -> Iterator[None]:
 
 
 def _settle_best(store: Store, run_id: int, result: LoopResult | StagedResult, problem: Problem,
-                 options: EvalOptions, workdir: Path, pool: WorkerPool, on_event: LoopEvent | None) -> Verdict | None:
+                 options: EvalOptions, pool: WorkerPool, on_event: EventSink | None) -> Verdict | None:
     """Record the pipeline's best (faster beyond noise), so that `kforge show` and `export` name the same
     attempt, then judge it again with the reference timed beside it (pipelines/confirm.py)."""
     if result.best is None:
         return None
     store.record_best(run_id, result.best.attempt_id)
-    return confirm_best(store, run_id, problem.path, result.best, _candidate_file(workdir, result.best.source),
-                        options, pool, on_event)
+    return confirm_best(store, run_id, problem, result.best, options, pool, on_event)
 
 
 def check_builtin(request: OptimizeRequest) -> None:
@@ -191,22 +122,21 @@ def check_builtin(request: OptimizeRequest) -> None:
 
 
 def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
-                on_event: LoopEvent | None = None) -> OptimizeOutcome:
+                on_event: EventSink | None = None) -> OptimizeOutcome:
     """Run (or resume) the builtin engine for `run_id` (no LLM); LoweringError when it cannot lower the problem."""
     problem = load_problem(request.problem)
     options = request.evaluation_options()
-    with tempfile.TemporaryDirectory(prefix=f"kforge-run{run_id}-") as workdir, WorkerPool(spares=1) as pool, \
-            _marking_status(store, run_id):
-        evaluator = _file_evaluator(problem, options, Path(workdir), pool, store, run_id, on_event)
+    with WorkerPool(spares=1) as pool, _marking_status(store, run_id):
+        evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
-                            prebuild=_prebuilder(options, Path(workdir), on_event))
+                            prebuild=_prebuilder(options, on_event))
         result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes)
-        confirmation = _settle_best(store, run_id, result, problem, options, Path(workdir), pool, on_event)
+        confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
     return OptimizeOutcome(run_id, result, confirmation)
 
 
 def _builtin_start(problem: Problem, request: OptimizeRequest, store: Store, run_id: int,
-                   evaluator: Callable[[str], Verdict], on_event: LoopEvent | None) -> str | None:
+                   evaluator: Callable[[str], Verdict], on_event: EventSink | None) -> str | None:
     """The builtin engine's best kernel, the first one the model refines; None when it has none."""
     if not request.builtin_start:
         return None
@@ -214,15 +144,14 @@ def _builtin_start(problem: Problem, request: OptimizeRequest, store: Store, run
     try:
         result = engine.run(problem, vendor_gemm=request.evaluation_options().policy.vendor_gemm_passes, variants=1)
     except LoweringError as exc:
-        if on_event:
-            on_event(f"{exc} (the model starts from scratch)")
+        Reporter(on_event)(f"{exc} (the model starts from scratch)")
         return None
     return result.best.source if result.best is not None else None
 
 
 def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: RecordingChatModel,
                      evaluator: Callable[[str], Verdict], profiler: Callable[[AttemptRecord], ProfileView],
-                     store: Store, run_id: int, loop: KForgeLoop, on_event: LoopEvent | None) -> StagedPipeline:
+                     store: Store, run_id: int, loop: KForgeLoop, on_event: EventSink | None) -> StagedPipeline:
     target = Target(request.platform, request.language)
     agents = StagedAgents(
         analyzer=AnalyzerAgent(chat, target, problem.source, request.send_images, temperature=request.temperature),
@@ -238,20 +167,20 @@ def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: Recording
                           engine=engine)
 
 
-def _file_evaluator(problem: Problem, options: EvalOptions, workdir: Path, pool: WorkerPool, store: Store,
-                    run_id: int, on_event: LoopEvent | None) -> Callable[[str], Verdict]:
+def _source_evaluator(problem: Problem, options: EvalOptions, pool: WorkerPool, store: Store,
+                      run_id: int, on_event: EventSink | None) -> Evaluator:
     """Judges a candidate's source; every timed verdict is compared with the run's one set of baselines."""
-    baselines = RunBaselines(store, run_id, problem.path, options, pool, on_event)
+    baselines = RunBaselines(store, run_id, problem, options, pool, on_event)
     candidate_options = baselines.candidate_options
 
     def evaluate_source(source: str) -> Verdict:
-        verdict = evaluate(problem.path, _candidate_file(workdir, source), candidate_options, pool=pool)
+        verdict = evaluate(problem, Solution.from_source(source, options.language), candidate_options, pool=pool)
         return baselines.attach(verdict)
 
     return evaluate_source
 
 
-def _prebuilder(options: EvalOptions, workdir: Path, on_event: LoopEvent | None) -> Callable[[list[str]], None]:
+def _prebuilder(options: EvalOptions, on_event: EventSink | None) -> Callable[[list[str]], None]:
     """Compiles candidates' sources into the build cache their evaluations read, as many at once as there are
     cores; a failed build is left for the evaluation to report."""
     def prebuild(sources: list[str]) -> None:
@@ -259,37 +188,28 @@ def _prebuilder(options: EvalOptions, workdir: Path, on_event: LoopEvent | None)
         parallel = max(1, min(len(sources), os.cpu_count() or 1))
         with Prebuilder(platform, options.cache_dir, parallel=parallel, policy=options.policy,
                         timeout_s=options.build_timeout_s) as builder:
-            futures = [builder.submit(_candidate_file(workdir, source)) for source in sources]
+            futures = [builder.submit(source) for source in sources]
             built = sum(future.result().ok for future in futures)
-        if on_event:
-            on_event(f"builtin: {built} of {len(sources)} variants compiled")
+        Reporter(on_event)(f"builtin: {built} of {len(sources)} variants compiled")
 
     return prebuild
 
 
-def _candidate_profiler(problem: Problem, options: EvalOptions, workdir: Path, pool: WorkerPool, store: Store,
-                        on_event: LoopEvent | None) -> Callable[[AttemptRecord], ProfileView]:
+def _candidate_profiler(problem: Problem, options: EvalOptions, pool: WorkerPool, store: Store,
+                        on_event: EventSink | None) -> Callable[[AttemptRecord], ProfileView]:
     def profile(record: AttemptRecord) -> ProfileView:
         assert record.verdict is not None
-        path = _candidate_file(workdir, record.source)
+        solution = Solution.from_source(record.source, options.language)
         try:
-            result = profile_candidate(problem.path, path, options, pool, runtime_ms=record.verdict.runtime_ms)
+            result = profile_candidate(problem, solution, options, pool, runtime_ms=record.verdict.runtime_ms)
         except (ProfileFailed, ValueError) as exc:
-            if on_event:
-                on_event(f"profiling failed ({str(exc).splitlines()[0][:120]}); the analyst gets timings only")
+            Reporter(on_event)(f"profiling failed ({str(exc).splitlines()[0][:120]}); the analyst gets timings only")
             return timing_profile(record.verdict)
         store.record_profile(record.attempt_id, result.profile.source, result.profile.model_dump(mode="json"),
                              result.png)
         return ProfileView(text=result.text + "\n" + timing_profile(record.verdict).text, png=result.png)
 
     return profile
-
-
-def _candidate_file(workdir: Path, source: str) -> Path:
-    """The candidate as a file, named by its content: the harness reads solutions from files."""
-    path = workdir / f"candidate_{source_hash(source)[:16]}.py"
-    path.write_text(source)
-    return path
 
 
 def timing_profile(verdict: Verdict) -> ProfileView:
@@ -310,4 +230,4 @@ def timing_profile(verdict: Verdict) -> ProfileView:
 
 
 __all__ = ["OptimizeError", "OptimizeOutcome", "OptimizeRequest", "StoreError", "check_builtin", "resume_request",
-           "run_builtin", "run_optimize", "start_run"]
+           "run_builtin", "run_optimize", "run_request", "start_run"]

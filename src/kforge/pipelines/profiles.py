@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from kforge.platforms import get_platform
-from kforge.problem import load_problem
+from kforge.problem import Problem, Solution
 from kforge.profiling import (
     ChartUnavailable,
     Profile,
@@ -29,7 +29,7 @@ class CandidateProfile:
     png: bytes | None
 
 
-def profile_candidate(problem: Path, solution: Path, options: EvalOptions, pool: WorkerPool | None = None,
+def profile_candidate(problem: Problem, solution: Solution, options: EvalOptions, pool: WorkerPool | None = None,
                       runtime_ms: float | None = None, cache_dir: Path | None = None) -> CandidateProfile:
     """Profile `solution` in a worker; FLOPs and bytes come from the trusted reference, peaks from the device.
 
@@ -38,9 +38,8 @@ def profile_candidate(problem: Path, solution: Path, options: EvalOptions, pool:
     data = collect_profile(problem, solution, options, pool)
     profile = Profile.model_validate(data)  # the worker is untrusted: only well-formed data gets through
     platform = get_platform(options.platform)
-    loaded = load_problem(problem, check_runs=False)
-    model = loaded.make_model(options.seed).to(platform.device)
-    inputs = loaded.inputs(options.seed, device=platform.device)
+    model = problem.make_model(options.seed).to(platform.device)
+    inputs = problem.inputs(options.seed, device=platform.device)
     workload = measure_workload(model, inputs)
     peaks = measure_peaks(platform, dtype=getattr(torch, workload.dtype, torch.float32),
                           cache_dir=cache_dir or options.cache_dir)

@@ -32,6 +32,7 @@ from kforge.knowledge import Retrieval
 from kforge.knowledge.stages import STAGES
 from kforge.llm.budget import BudgetExceeded
 from kforge.pipelines.cover import Cover, StageResult
+from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.pipelines.loop import LoopResult
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
@@ -82,7 +83,7 @@ StageEngine = Callable[[AttemptJudge, Lineage], LoopResult]
 class StagedPipeline:
     def __init__(self, *, agents: StagedAgents, knowledge: KnowledgeAccess, evaluate: Evaluator, profile: Profiler,
                  store: Store, run_id: int, settings: StagedSettings, functional_pass: Callable[[], LoopResult],
-                 on_event: Callable[[str], None] | None = None, engine: StageEngine | None = None) -> None:
+                 on_event: EventSink | None = None, engine: StageEngine | None = None) -> None:
         self.agents = agents
         self.engine = engine
         self.knowledge = knowledge
@@ -91,7 +92,7 @@ class StagedPipeline:
         self.run_id = run_id
         self.settings = settings
         self.functional_pass = functional_pass
-        self.say = on_event or (lambda _text: None)
+        self.say = Reporter(on_event)
         self.result = StagedResult()
         self.judge = AttemptJudge(store, run_id, agents.writer.target, evaluate, self.say, self.result.attempts.append)
         self.cover = Cover(writer=agents.writer, check=knowledge.check, judge=self.judge, retries=settings.retries,
@@ -134,7 +135,7 @@ class StagedPipeline:
             stage = plan.order[0]
             knowledge = self.knowledge.retrieve(stage)
             left_out = f", {len(knowledge.omitted)} left out for the token budget" if knowledge.omitted else ""
-            self.say(f"stage {stage}: {len(analysis.for_stage(stage))} issue(s), "
+            self.say.line("stage", f"stage {stage}: {len(analysis.for_stage(stage))} issue(s), "
                      f"{len(knowledge.entry_ids)} knowledge entries{left_out}")
             outcome = self._run_stage(stage, current, analysis, knowledge)
             self.result.stages.append(outcome)
@@ -169,35 +170,35 @@ class StagedPipeline:
         try:
             tuned = self.engine(self.judge, Lineage("optimize", 0, stage_input.attempt_id, ENGINE, ENGINE_STAGE))
         except LoweringError as exc:
-            self.say(f"stage {ENGINE_STAGE}: {str(exc).split(';')[0]}; the model's tries only")
+            self.say.line("stage", f"stage {ENGINE_STAGE}: {str(exc).split(';')[0]}; the model's tries only")
             return ()
         best = tuned.best
         if best is not None and best.verdict is not None and is_faster(best.verdict, stage_input.verdict):
             reason = (f"accepted the builtin engine's tuned candidate: {stage_input.runtime_ms:.4g} -> "
                       f"{best.runtime_ms:.4g} ms")
-            self.say(f"stage {ENGINE_STAGE}: {reason}")
+            self.say.line("stage", f"stage {ENGINE_STAGE}: {reason}")
             return StageResult(ENGINE_STAGE, stage_input, tuple(tuned.attempts), best, reason)
         found = "no correct variant" if best is None else f"attempt {best.attempt_id} is not faster"
-        self.say(f"stage {ENGINE_STAGE}: builtin engine: {found}; the model tries")
+        self.say.line("stage", f"stage {ENGINE_STAGE}: builtin engine: {found}; the model tries")
         return tuple(tuned.attempts)
 
     def _analyze(self, kernel: AttemptRecord, done: list[str], history: list[str]) -> Analysis:
         assert kernel.verdict is not None
         open_stages = [s for s in self.settings.stages if s not in done]
-        self.say(f"analysis: reading attempt {kernel.attempt_id} and its profile")
+        self.say.line("analysis", f"analysis: reading attempt {kernel.attempt_id} and its profile")
         view = KernelView(kernel.source, kernel.runtime_ms, kernel.verdict.eager_ms,
                           analysis_view(self.store, self.profile, kernel))
         analysis = self.agents.analyzer.analyze(view, open_stages, history)
         for note in analysis.notes:
-            self.say(f"analysis: {note}")
-        self.say(f"analysis: issues for {', '.join(analysis.stages) or 'no stage'}")
+            self.say.line("analysis", f"analysis: {note}")
+        self.say.line("analysis", f"analysis: issues for {', '.join(analysis.stages) or 'no stage'}")
         return analysis
 
     def _plan(self, analysis: Analysis) -> Plan:
         plan = self.agents.planner.plan(analysis)
         for note in plan.notes:
-            self.say(f"plan: {note}")
-        self.say(f"plan: {' > '.join(plan.order) or '(nothing to do)'}")
+            self.say.line("plan", f"plan: {note}")
+        self.say.line("plan", f"plan: {' > '.join(plan.order) or '(nothing to do)'}")
         self.result.plans.append(plan.order)
         return plan
 

@@ -131,11 +131,25 @@ class _Context:
         return reference_ops(self.reference_model, inputs)
 
 
-def _context(problem: str | Path, solution: str | Path, options: EvalOptions, progress: Progress,
+ProblemInput = Problem | str | Path  # a loaded problem (validated when it was loaded), or its file
+SolutionInput = Solution | str | Path  # a candidate (Solution.from_source, load_solution), or its file
+
+
+def as_problem(problem: ProblemInput, check_runs: bool = True) -> Problem:
+    """`problem` itself when loaded already, else the file loaded (and, with `check_runs`, validated)."""
+    return problem if isinstance(problem, Problem) else load_problem(problem, check_runs=check_runs)
+
+
+def as_solution(solution: SolutionInput, language: str | None) -> Solution:
+    """`solution` itself when given as one, else the file read; a path's language is `language` or inferred."""
+    return solution if isinstance(solution, Solution) else load_solution(solution, language)
+
+
+def _context(problem: ProblemInput, solution: SolutionInput, options: EvalOptions, progress: Progress,
              pool: WorkerPool | None, check_runs: bool) -> _Context:
     """Load what an evaluation or a profile needs; ProblemError, SolutionError or PlatformError for bad input."""
-    loaded_problem = load_problem(problem, check_runs=check_runs)
-    loaded_solution = load_solution(solution, options.language)
+    loaded_problem = as_problem(problem, check_runs=check_runs)
+    loaded_solution = as_solution(solution, options.language)
     platform = get_platform(options.platform)
     if loaded_solution.language not in platform.languages:
         raise SolutionError(f"platform {platform.name} does not run {loaded_solution.language} candidates "
@@ -143,12 +157,15 @@ def _context(problem: str | Path, solution: str | Path, options: EvalOptions, pr
     return _Context(loaded_problem, loaded_solution, platform, options, progress, pool)
 
 
-def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
+def evaluate(problem: ProblemInput, solution: SolutionInput, options: EvalOptions | None = None,
              progress: Progress | None = None, pool: WorkerPool | None = None) -> Verdict:
-    """Judge `solution` against `problem`. Raises ProblemError, SolutionError or PlatformError for bad input,
-    SandboxUnavailable where `options.require_sandbox` asks for limits this machine cannot enforce.
+    """Judge `solution` against `problem`, each loaded already or given as a file. Raises ProblemError,
+    SolutionError or PlatformError for bad input, SandboxUnavailable where `options.require_sandbox` asks for
+    limits this machine cannot enforce.
 
-    Pass a `WorkerPool` when evaluating many candidates in one process: workers are then started ahead.
+    Callers judging many candidates of one problem pass the loaded `Problem` (validated once, when loaded) and
+    each candidate as `Solution.from_source(text, language)`, and a `WorkerPool`, so that workers are started
+    ahead. Only the harness writes the files its workers read.
     """
     options = options or EvalOptions()
     say = progress or (lambda _message: None)
@@ -167,7 +184,7 @@ def evaluate(problem: str | Path, solution: str | Path, options: EvalOptions | N
             pool.replenish()
 
 
-def measure_baselines(problem: str | Path, options: EvalOptions | None = None, progress: Progress | None = None,
+def measure_baselines(problem: ProblemInput, options: EvalOptions | None = None, progress: Progress | None = None,
                       pool: WorkerPool | None = None) -> Baselines:
     """Time the reference alone, eager and under torch.compile (as `options.baselines` lists), with the protocol
     that times candidates, in a worker of its own. For callers judging many candidates of one problem: they
@@ -176,8 +193,7 @@ def measure_baselines(problem: str | Path, options: EvalOptions | None = None, p
     reference cannot be timed (the message says why)."""
     options = options or EvalOptions()
     say = progress or (lambda _message: None)
-    context = _Context(load_problem(problem, check_runs=True), None, get_platform(options.platform), options, say,
-                       pool)
+    context = _Context(as_problem(problem), None, get_platform(options.platform), options, say, pool)
     evaluation = _Evaluation(context)
     eager = compiled = None
     try:
@@ -199,7 +215,7 @@ class ProfileFailed(RuntimeError):
     """The candidate could not be profiled; the message says why."""
 
 
-def collect_profile(problem: str | Path, solution: str | Path, options: EvalOptions | None = None,
+def collect_profile(problem: ProblemInput, solution: SolutionInput, options: EvalOptions | None = None,
                     pool: WorkerPool | None = None, calls: int = 5) -> dict[str, Any]:
     """Profile a candidate's forward in a sandboxed worker; returns the worker's profile data, unvalidated.
 

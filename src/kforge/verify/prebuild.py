@@ -36,7 +36,7 @@ _BUILD_MEMORY_MB = 32768
 
 @dataclass(frozen=True)
 class PrebuildResult:
-    solution: Path
+    solution: Path | str  # the file, or the source text, it was given
     ok: bool
     build_s: float
     message: str = ""
@@ -49,12 +49,13 @@ def build_environment(platform: Platform, cache: Path, jobs_per_build: int) -> d
             "CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, jobs_per_build))}
 
 
-def prebuild(solution: Path, environment: dict[str, str], cache: Path, policy: Policy | None = None,
+def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, policy: Policy | None = None,
              timeout_s: float = 900.0) -> PrebuildResult:
-    """Compile one candidate's extensions into `cache`; never raises for a bad candidate."""
+    """Compile one candidate's extensions into `cache`; never raises for a bad candidate. `solution` is a file,
+    or a candidate's source text."""
     started = time.perf_counter()
     try:
-        source = solution.read_text()
+        source = solution.read_text() if isinstance(solution, Path) else solution
         violations = check_source(source, policy or Policy())
     except (OSError, SyntaxError, ValueError) as exc:
         return PrebuildResult(solution, False, 0.0, f"not built: {exc}")
@@ -86,7 +87,8 @@ class Prebuilder:
         self.environment = build_environment(platform, self.cache, cores // max(1, parallel))
         self._pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="kforge-prebuild")
 
-    def submit(self, solution: Path) -> Future[PrebuildResult]:
+    def submit(self, solution: Path | str) -> Future[PrebuildResult]:
+        """Build a candidate (a file, or its source text) in the background."""
         return self._pool.submit(prebuild, solution, self.environment, self.cache, self.policy, self.timeout_s)
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -134,3 +135,7 @@ class Verdict(BaseModel):
         data = self.model_dump(mode="json")
         data["correct"] = self.correct
         return data
+
+
+# Judges a candidate's source text: what the pipelines and the engine's tuner are given to ask the harness with.
+Evaluator = Callable[[str], Verdict]
