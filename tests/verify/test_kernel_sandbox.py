@@ -29,7 +29,7 @@ from kforge.verify import confine
 from kforge.verify.sandbox import SANDBOX_HINT, Limits, Worker
 from kforge.verify.sandbox_rules import confinement_for
 from tests.conftest import CANDIDATES, PROBLEMS
-from tests.llm.llm_servers import ScriptedServer, openai_completion
+from tests.llm.llm_servers import ScriptedServer, openai_stream
 
 SANDBOX = CANDIDATES / "sandbox"
 LEAKY = PROBLEMS / "leaky_scale.py"
@@ -174,7 +174,7 @@ def test_what_a_model_is_sent_and_the_store_keep_holds_no_secret(tmp_path: Path)
     candidate = render(tmp_path, "parent_environment", NAME="OPENAI_API_KEY").read_text()
     db, out = tmp_path / "runs.db", tmp_path / "best.py"
     with ScriptedServer() as server:
-        server.push(openai_completion(f"```python\n{candidate}```"), openai_completion("no more ideas"))
+        server.push(openai_stream([f"```python\n{candidate}```"]), openai_stream(["no more ideas"]))
         result = subprocess.run(
             [sys.executable, "-m", "kforge", "optimize", str(LEAKY), "--platform", "cpu", "--model",
              "openai:test-model", "--base-url", f"{server.url}/v1", "--db", str(db), "--out", str(out),

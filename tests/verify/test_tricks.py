@@ -102,6 +102,12 @@ def test_the_scheduling_watch_sees_a_raised_priority() -> None:
     assert "dynamic.scheduling" in found and "nice 5 -> 0" in found
 
 
+def test_a_forged_reply_on_the_workers_channel_is_rejected() -> None:
+    verdict = judge("forged_reply", STATIC_OFF)
+    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.protocol", verdict.reason
+    assert "did not fit the protocol (ops: Input should be a valid list)" in verdict.reason
+
+
 def test_answer_written_over_input_fails() -> None:
     verdict = judge("answer_over_input")
     assert verdict.verdict == Outcome.INCORRECT

@@ -10,7 +10,6 @@ this process's clock. Everything the workers say is checked here.
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import secrets
@@ -31,9 +30,29 @@ from kforge.verify import tensors
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.ops import reference_ops
 from kforge.verify.policy import Policy, judge_dispatched_ops
+from kforge.verify.protocol import (
+    Failure,
+    LoadReply,
+    LoadRequest,
+    MalformedReply,
+    ProfileReply,
+    ProfileRequest,
+    ReplyT,
+    RunReply,
+    RunRequest,
+    TimeReply,
+    TimeRequest,
+)
 from kforge.verify.sandbox import SANDBOX_HINT, Limits, SandboxUnavailable, Worker, WorkerFailure, WorkerPool
 from kforge.verify.static_check import check_source
-from kforge.verify.timing import ClockReadings, TimingPlan, clock_disagreement, host_bound_warning, summarize
+from kforge.verify.timing import (
+    ClockReadings,
+    TimingPlan,
+    TimingSettings,
+    clock_disagreement,
+    host_bound_warning,
+    summarize,
+)
 from kforge.verify.verdict import MAX_REASON_CHARS, Baselines, Outcome, TimingStats, Verdict, capped
 
 Progress = Callable[[str], None]
@@ -45,21 +64,6 @@ _ROUND_SEED_STRIDE = 100_003
 # How a refusal by the sandbox reads in a failure's text (errno 13 or 1, as C, Python or a shell words it).
 _REFUSED = re.compile(r"Permission denied|Operation not permitted|\bE(ACCES|PERM)\b|\berror (13|1)\b|"
                       r"\[Errno (13|1)\]|can't create")
-
-
-class TimingSettings(BaseModel):
-    """How long to warm up and measure each of candidate, eager and torch.compile."""
-
-    model_config = ConfigDict(frozen=True)
-
-    warmup_ms: float = 100.0
-    rep_ms: float = 1000.0
-    min_reps: int = 10
-    max_reps: int = 300
-    rotate: int = 3
-    rounds: int = Field(3, ge=1, description=(
-        "the timed calls of each series (candidate, eager, torch.compile) are split into this many rounds, "
-        "taken in turn, so that a slow stretch of the machine weighs on every series alike"))
 
 
 class EvalOptions(BaseModel):
@@ -228,14 +232,11 @@ def collect_profile(problem: ProblemInput, solution: SolutionInput, options: Eva
         with evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
             evaluation.load(worker, candidate=True, compile_model=False)
-            reply = evaluation.ask(worker, {"op": "profile", "seed": context.input_seed + _TIMING_SEED, "calls": calls},
-                                   options.timeout_s)
+            reply = evaluation.ask(worker, ProfileRequest(seed=context.input_seed + _TIMING_SEED, calls=calls),
+                                   ProfileReply, options.timeout_s)
     except _Failed as failure:
         raise ProfileFailed(str(failure)) from None
-    profile = reply.get("profile")
-    if not isinstance(profile, dict):
-        raise ProfileFailed("the worker returned no profile")
-    return profile
+    return reply.profile
 
 
 class _Evaluation:
@@ -311,12 +312,11 @@ class _Evaluation:
             self.ctx.progress("building and loading the candidate")
         problem = worker.hand_over("problem.py", self.ctx.problem.source)
         solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
-        reply = self.ask(worker, {"op": "load", "problem": str(problem),
-                                  "solution": None if solution is None else str(solution), "seed": options.seed,
-                                  "platform": self.ctx.platform.name, "compile": compile_model, "role": role},
-                         options.build_timeout_s + options.timeout_s)
+        request = LoadRequest(problem=str(problem), solution=None if solution is None else str(solution),
+                              seed=options.seed, platform=self.ctx.platform.name, compile=compile_model, role=role)
+        reply = self.ask(worker, request, LoadReply, options.build_timeout_s + options.timeout_s)
         if candidate:
-            self.build_s = float(reply.get("build_s", 0.0))
+            self.build_s = reply.build_s
 
     def check_correctness(self, worker: Worker) -> None:
         ctx = self.ctx
@@ -340,10 +340,10 @@ class _Evaluation:
             if warning:
                 self.warnings.append(warning)
         out_path = worker.path(f"run-{seed}-{variant}.pt")
-        reply = self.ask(worker, {"op": "run", "seed": seed, "variant": variant, "calls": 2,
-                                  "record_ops": ctx.options.policy.dynamic_checks, "out": str(out_path)},
-                         ctx.options.timeout_s)
-        violation = judge_dispatched_ops(set(reply.get("ops", [])), ctx.reference_ops, ctx.options.policy)
+        request = RunRequest(seed=seed, variant=variant, calls=2, record_ops=ctx.options.policy.dynamic_checks,
+                             out=str(out_path))
+        reply = self.ask(worker, request, RunReply, ctx.options.timeout_s)
+        violation = judge_dispatched_ops(set(reply.ops), ctx.reference_ops, ctx.options.policy)
         if violation:
             raise _Failed(Outcome.REJECTED, violation.message, rule=violation.rule)
         record = self.read_outputs(out_path)
@@ -430,34 +430,28 @@ class _Evaluation:
              role: str | None = None) -> tuple[list[int], list[bool]]:
         """One round of timed calls: per-call nanoseconds and, where the platform tells, host-bound flags."""
         ctx = self.ctx
-        settings = ctx.options.timing
-        share = 1.0 / settings.rounds
-        randomizer = random.Random()
-        plan = TimingPlan(seed=ctx.input_seed + _TIMING_SEED + round_index * _ROUND_SEED_STRIDE,
-                          warmup_ms=settings.warmup_ms * (1.0 if round_index == 0 else share),
-                          rep_ms=settings.rep_ms * share, min_reps=math.ceil(settings.min_reps * share),
-                          max_reps=math.ceil(settings.max_reps * share), rotate=settings.rotate,
-                          max_wall_ms=TimingPlan.max_wall_ms * share,
-                          spot_fractions=(round(randomizer.uniform(0.05, 0.95), 4), 1.0))
+        plan = ctx.options.timing.round_plan(
+            round_index, seed=ctx.input_seed + _TIMING_SEED + round_index * _ROUND_SEED_STRIDE,
+            spot_fractions=(round(random.Random().uniform(0.05, 0.95), 4), 1.0))
         out_path = worker.path(f"timing-{time.monotonic_ns()}.pt")
         started = time.monotonic_ns()
-        reply = self.ask(worker, {"op": "time", "plan": plan.__dict__, "out": str(out_path), "role": role},
+        reply = self.ask(worker, TimeRequest(plan=plan, out=str(out_path), role=role), TimeReply,
                          ctx.options.timeout_s + 2 * (plan.warmup_ms + plan.rep_ms) / 1000)
         elapsed = time.monotonic_ns() - started
         self.timing_s += elapsed / 1e9
-        times = [int(t) for t in reply.get("times_ns", []) if isinstance(t, (int, float))]
-        second = [int(t) for t in reply.get("second_clock_ns", []) if isinstance(t, (int, float))]
+        times = reply.times_ns
         if not times or any(t < 0 for t in times):
             raise _Failed(Outcome.REJECTED, "the worker reported no valid timings", rule="dynamic.clock")
-        lead_in = [int(t) for t in reply.get("lead_in_ns", []) if isinstance(t, (int, float)) and t >= 0]
-        readings = ClockReadings(times, second, int(reply.get("loop_ns", 0)), elapsed,
-                                 lead_in if len(lead_in) == len(times) else [])
+        lead_in = reply.lead_in_ns
+        usable_lead_in = len(lead_in) == len(times) and all(t >= 0 for t in lead_in)
+        readings = ClockReadings(times, reply.second_clock_ns, reply.loop_ns, elapsed,
+                                 lead_in if usable_lead_in else [])
         if not trusted:
             self.spot_check(out_path, plan)
             problem = clock_disagreement(readings)
             if problem:
                 raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
-        bound = [bool(b) for b in reply.get("host_bound", []) if isinstance(b, bool)]
+        bound = reply.host_bound
         return times, bound if len(bound) == len(times) else []
 
     def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
@@ -477,21 +471,23 @@ class _Evaluation:
                               f"{comparison.reason}")
 
     # ---- plumbing ----------------------------------------------------------------------------------------
-    def ask(self, worker: Worker, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def ask(self, worker: Worker, request: BaseModel, expected: type[ReplyT], timeout_s: float) -> ReplyT:
+        """Send `request` and return the `expected` reply; anything else ends the evaluation with a verdict."""
         try:
-            reply = worker.request(message, timeout_s)
+            reply = worker.request(request, expected, timeout_s)
         except WorkerFailure as failure:
             outcome = Outcome.TIMEOUT if failure.kind == "timeout" else Outcome.CRASHED
             raise _Failed(outcome, str(failure)) from None
-        if reply.get("ok") is True:
+        except MalformedReply as malformed:
+            raise _Failed(Outcome.REJECTED, f"the worker's reply to {request.op} did not fit the protocol "  # type: ignore[attr-defined]
+                          f"({malformed}); the worker was killed", rule="dynamic.protocol") from None
+        if not isinstance(reply, Failure):
             return reply
-        kind = str(reply.get("kind", "runtime_error"))
-        outcome = Outcome(kind) if kind in Outcome._value2member_map_ else Outcome.RUNTIME_ERROR
-        rule = reply.get("rule")
-        message = capped(str(reply.get("message", "the worker reported a failure")), MAX_REASON_CHARS)
+        outcome = Outcome(reply.kind) if reply.kind in Outcome._value2member_map_ else Outcome.RUNTIME_ERROR
+        message = capped(reply.message, MAX_REASON_CHARS)
         if worker.confined and _REFUSED.search(message):
             message += f"\n{SANDBOX_HINT}"
-        raise _Failed(outcome, message, rule=str(rule) if rule else None)
+        raise _Failed(outcome, message, rule=reply.rule)
 
     def read_outputs(self, path: Path) -> dict[str, Any]:
         try:

@@ -26,6 +26,7 @@ from pathlib import Path
 from kforge.paths import cache_dir
 from kforge.platforms import Platform, PlatformError, get_platform
 from kforge.verify.policy import Policy
+from kforge.verify.protocol import BuildReply, BuildRequest, Failure, MalformedReply
 from kforge.verify.sandbox import Limits, Worker, WorkerFailure
 from kforge.verify.static_check import check_source
 
@@ -66,13 +67,13 @@ def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, pol
         try:
             worker.start(_START_S)
             copy = worker.hand_over("solution.py", source)
-            reply = worker.request({"op": "build", "solution": str(copy)}, timeout_s)
-        except WorkerFailure as failure:
+            reply = worker.request(BuildRequest(solution=str(copy)), BuildReply, timeout_s)
+        except (WorkerFailure, MalformedReply) as failure:
             return PrebuildResult(solution, False, time.perf_counter() - started, str(failure))
-    if reply.get("ok") is not True:
+    if isinstance(reply, Failure):
         return PrebuildResult(solution, False, time.perf_counter() - started,
-                              str(reply.get("message", "the build failed")).splitlines()[0][:300])
-    return PrebuildResult(solution, True, float(reply.get("build_s", 0.0)))
+                              (reply.message.splitlines() or ["the build failed"])[0][:300])
+    return PrebuildResult(solution, True, reply.build_s)
 
 
 class Prebuilder:

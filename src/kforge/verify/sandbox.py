@@ -9,7 +9,6 @@ harness watches the worker's resident memory as well, and kills it on a wall-clo
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import resource
@@ -22,11 +21,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import psutil
+from pydantic import BaseModel
 
 import kforge
+from kforge.verify.protocol import Failure, Greeting, MalformedReply, ReplyT, read_reply
 from kforge.verify.sandbox_rules import confinement_for, worker_search_path
 
 _ENV_ALLOWED = re.compile(
@@ -140,9 +140,16 @@ class Worker:
         return path
 
     def start(self, timeout_s: float) -> None:
-        """Wait for the worker's greeting (imports take a few seconds)."""
-        greeting = self._read_reply(timeout_s)
-        self.confinement = _confinement_of(greeting)
+        """Wait for the worker's greeting (imports take a few seconds); WorkerFailure when there is none."""
+        try:
+            greeting = read_reply(self._read_line(timeout_s), Greeting)
+        except MalformedReply as exc:
+            self.kill()
+            raise WorkerFailure("crashed", f"the worker's greeting was malformed ({exc})") from None
+        if not isinstance(greeting, Greeting):
+            self.kill()
+            raise WorkerFailure("crashed", f"the worker did not start: {greeting.message}")
+        self.confinement = greeting.confinement.model_dump()
         self.started = True
 
     @property
@@ -155,17 +162,23 @@ class Worker:
         """One line for each kernel limit this worker could not enforce (known once started)."""
         return self.confinement.get("missing", [])
 
-    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one request and wait for its answer, or raise WorkerFailure."""
+    def request(self, message: BaseModel, expected: type[ReplyT], timeout_s: float) -> ReplyT | Failure:
+        """Send one request and wait for its answer: the reply `expected`, or the worker's Failure. Raises
+        WorkerFailure when the worker dies or hangs, MalformedReply (the worker is killed) when what it wrote
+        fits neither: a candidate shares the worker's process and may write anything."""
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.write((message.model_dump_json() + "\n").encode())
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._death() from None
-        return self._read_reply(timeout_s)
+        try:
+            return read_reply(self._read_line(timeout_s), expected)
+        except MalformedReply:
+            self.kill()
+            raise
 
-    def _read_reply(self, timeout_s: float) -> dict[str, Any]:
+    def _read_line(self, timeout_s: float) -> bytes:
         deadline = time.monotonic() + timeout_s
         fd = self._replies.fileno()
         while b"\n" not in self._buffer:
@@ -181,15 +194,7 @@ class Worker:
                 self._buffer += chunk
             self._check_memory()
         line, _, self._buffer = self._buffer.partition(b"\n")
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            self.kill()
-            raise WorkerFailure("crashed", "the worker wrote something that is not a reply") from None
-        if not isinstance(reply, dict):
-            self.kill()
-            raise WorkerFailure("crashed", "the worker wrote something that is not a reply")
-        return reply
+        return line
 
     def _check_memory(self) -> None:
         if not self.limits.memory_mb or self.process.poll() is not None:
@@ -308,15 +313,6 @@ def writable_caches(cache_dir: Path, env: dict[str, str]) -> list[Path]:
     """The caches a worker may write: the build cache and the compiler caches its environment names."""
     named = [Path(env[key]) for key in _CACHE_VARIABLES if env.get(key)]
     return [cache_dir, *named]
-
-
-def _confinement_of(greeting: dict[str, Any]) -> dict[str, list[str]]:
-    """The greeting's report of the worker's limits, as two lists of short lines (it comes from the worker)."""
-    report = greeting.get("confinement")
-    if not isinstance(report, dict):
-        return {"enforced": [], "missing": ["the worker did not report its confinement"]}
-    return {key: [str(line)[:200] for line in report.get(key, []) if isinstance(line, str)][:20]
-            for key in ("enforced", "missing")}
 
 
 def _last_lines(text: str, count: int = 6) -> str:

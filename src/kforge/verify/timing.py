@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 
 from kforge.platforms.base import Platform
 from kforge.verify.verdict import TimingStats
@@ -28,11 +29,12 @@ _WARMUP_WALL_SHARE = 0.25
 _FULL_WARMUP_CALLS = 3
 
 
-@dataclass(frozen=True)
-class TimingPlan:
-    """How long to warm up and measure; durations are in milliseconds of timed calls."""
+class TimingBudget(BaseModel):
+    """How long to warm up and measure; durations are in milliseconds of timed calls. The one definition of
+    these figures: the settings of a whole measurement and the plan of one round share it."""
 
-    seed: int
+    model_config = ConfigDict(frozen=True)
+
     warmup_ms: float = 100.0
     rep_ms: float = 1000.0
     min_reps: int = 10
@@ -41,7 +43,30 @@ class TimingPlan:
     # Wall-clock budget for the timed calls with their refresh and flush: large inputs drawn on the host can
     # cost far more than the call itself. The number of calls is cut to fit it (never below min_reps).
     max_wall_ms: float = 20_000.0
+
+
+class TimingPlan(TimingBudget):
+    """One round of timed calls, as the worker runs it: its budget, the first input seed, and where in the
+    series the outputs kept for spot checks fall (fractions of the timed calls)."""
+
+    seed: int
     spot_fractions: tuple[float, ...] = (0.5, 1.0)
+
+
+class TimingSettings(TimingBudget):
+    """How long to warm up and measure each of candidate, eager and torch.compile, over all rounds."""
+
+    rounds: int = Field(3, ge=1, description=(
+        "the timed calls of each series (candidate, eager, torch.compile) are split into this many rounds, "
+        "taken in turn, so that a slow stretch of the machine weighs on every series alike"))
+
+    def round_plan(self, index: int, seed: int, spot_fractions: tuple[float, ...]) -> TimingPlan:
+        """Round `index`'s share of the budget (the whole warm-up in the first round only)."""
+        share = 1.0 / self.rounds
+        return TimingPlan(seed=seed, warmup_ms=self.warmup_ms * (1.0 if index == 0 else share),
+                          rep_ms=self.rep_ms * share, min_reps=math.ceil(self.min_reps * share),
+                          max_reps=math.ceil(self.max_reps * share), rotate=self.rotate,
+                          max_wall_ms=self.max_wall_ms * share, spot_fractions=spot_fractions)
 
 
 @dataclass

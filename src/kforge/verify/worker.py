@@ -11,12 +11,12 @@ Import order matters: the clocks and the tamper snapshot are taken here, before 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,25 @@ from kforge.problem import Problem, import_file, load_problem, seed_everything
 from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
+from kforge.verify.protocol import (
+    BuildReply,
+    BuildRequest,
+    ExitRequest,
+    Failure,
+    Greeting,
+    LoadReply,
+    LoadRequest,
+    ProfileReply,
+    ProfileRequest,
+    RunReply,
+    RunRequest,
+    SandboxReport,
+    TimeReply,
+    TimeRequest,
+    parse_request,
+)
 from kforge.verify.tamper import CandidateWatch
-from kforge.verify.timing import TimingPlan, run_timing, second_clock
+from kforge.verify.timing import run_timing, second_clock
 
 _TRACEBACK_LINES = 12
 # Fresh memory poisoned before each correctness call, beyond what the allocator caches: enough for the
@@ -62,11 +79,11 @@ class WorkerState:
         self.candidate_loaded = False
 
     # ---- requests ----------------------------------------------------------------------------------------
-    def load(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.platform = get_platform(request["platform"])
-        self.problem = load_problem(request["problem"], check_runs=False)
-        seed = int(request["seed"])
-        solution = request.get("solution")
+    def load(self, request: LoadRequest) -> LoadReply:
+        self.platform = get_platform(request.platform)
+        self.problem = load_problem(request.problem, check_runs=False)
+        seed = request.seed
+        solution = request.solution
         if solution is None:
             model_class = self.problem.model_class
         else:
@@ -81,14 +98,14 @@ class WorkerState:
             model = model.to(self.platform.device) if isinstance(model, torch.nn.Module) else model
         except Exception as exc:
             raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
-        if request.get("compile"):
+        if request.compile:
             model = torch.compile(model)
-        self.model = self.models[str(request.get("role", "candidate"))] = model
+        self.model = self.models[request.role] = model
         self.candidate_loaded = solution is not None
         self._check_tamper()
-        return {"build_s": self.builds.seconds, "builds": self.builds.builds}
+        return LoadReply(build_s=self.builds.seconds, builds=self.builds.builds)
 
-    def profile(self, request: dict[str, Any]) -> dict[str, Any]:
+    def profile(self, request: ProfileRequest) -> ProfileReply:
         """Profile the loaded model's forward with torch.profiler (advice for the analyst, never a verdict)."""
         from kforge.profiling import profile_callable
 
@@ -99,44 +116,43 @@ class WorkerState:
 
         with torch.no_grad():
             profile = profile_callable(lambda inputs: self.model(*inputs), make_inputs, platform,
-                                       calls=int(request.get("calls", 5)), seed=int(request["seed"]))
+                                       calls=request.calls, seed=request.seed)
         self._check_tamper()
-        return {"profile": profile.model_dump(mode="json")}
+        return ProfileReply(profile=profile.model_dump(mode="json"))
 
-    def build(self, request: dict[str, Any]) -> dict[str, Any]:
+    def build(self, request: BuildRequest) -> BuildReply:
         """Import a candidate only, so its extensions compile into the cache (see verify/prebuild.py)."""
-        self._import_candidate(Path(request["solution"]))
+        self._import_candidate(Path(request.solution))
         self._check_tamper()
-        return {"build_s": self.builds.seconds, "builds": self.builds.builds}
+        return BuildReply(build_s=self.builds.seconds, builds=self.builds.builds)
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: RunRequest) -> RunReply:
         problem, platform = self._ready()
-        inputs = problem.inputs(int(request["seed"]), int(request.get("variant", 0)),
-                                   platform.device)
+        inputs = problem.inputs(request.seed, request.variant, platform.device)
         outputs = []
         ops: set[str] = set()
         reserve = max(_POISON_MIN_BYTES, _POISON_INPUT_MULTIPLE * _tensor_bytes(inputs))
-        for _ in range(int(request.get("calls", 2))):
+        for _ in range(request.calls):
             threads_before = threading.active_count()
             platform.poison_free_memory(reserve)
-            output, called_ops = self._call(inputs, record=bool(request.get("record_ops", True)))
+            output, called_ops = self._call(inputs, record=request.record_ops)
             ops |= called_ops
             outputs.append(output)
             if threading.active_count() > threads_before:
                 raise RequestFailed("rejected", "the candidate left a thread running after it returned",
                                     rule="dynamic.thread")
-        tensors.save({"outputs": outputs, "inputs_after": tensors.plain_copy(inputs)}, Path(request["out"]))
-        return {"ops": sorted(ops)}
+        tensors.save({"outputs": outputs, "inputs_after": tensors.plain_copy(inputs)}, Path(request.out))
+        return RunReply(ops=sorted(ops))
 
-    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: TimeRequest) -> TimeReply:
         started = second_clock()
         problem, platform = self._ready()
-        role = request.get("role")
-        model = self.model if role is None else self.models.get(str(role))
+        role = request.role
+        model = self.model if role is None else self.models.get(role)
         if model is None:
             raise RequestFailed("runtime_error", f"no model loaded as {role}")
-        variant = int(request.get("variant", 0))
-        plan = TimingPlan(**request["plan"])
+        variant = request.variant
+        plan = request.plan
 
         def make_inputs(seed: int) -> list[Any]:
             return problem.inputs(seed, variant, device=platform.device)
@@ -147,13 +163,12 @@ class WorkerState:
         doubt = platform.audit_timing(result.times_ns) if self.candidate_loaded else None
         if doubt is not None:
             raise RequestFailed("rejected", doubt.message, rule=doubt.rule)
-        tensors.save({str(index): value for index, value in result.spot_outputs.items()}, Path(request["out"]))
-        return {"times_ns": result.times_ns, "second_clock_ns": result.second_clock_ns,
-                "lead_in_ns": result.lead_in_ns, "host_bound": result.host_bound,
-                # The whole request, not only the loop: drawing large inputs or saving large outputs takes
-                # the harness's waiting time too, and must not read as stopped clocks.
-                "loop_ns": second_clock() - started,
-                "spots": sorted(result.spot_outputs)}
+        tensors.save({str(index): value for index, value in result.spot_outputs.items()}, Path(request.out))
+        return TimeReply(times_ns=result.times_ns, second_clock_ns=result.second_clock_ns,
+                         lead_in_ns=result.lead_in_ns, host_bound=result.host_bound,
+                         # The whole request, not only the loop: drawing large inputs or saving large outputs
+                         # takes the harness's waiting time too, and must not read as stopped clocks.
+                         loop_ns=second_clock() - started, spots=sorted(result.spot_outputs))
 
     # ---- helpers -----------------------------------------------------------------------------------------
     def _ready(self) -> tuple[Problem, Platform]:
@@ -225,30 +240,28 @@ def _describe(exc: BaseException) -> str:
 
 
 def serve(state: WorkerState, requests: Any, reply: Any) -> None:
-    handlers = {"load": state.load, "run": state.run, "time": state.time, "build": state.build,
-                "profile": state.profile}
+    handlers: dict[type[Any], Callable[[Any], Any]] = {
+        LoadRequest: state.load, RunRequest: state.run, TimeRequest: state.time, BuildRequest: state.build,
+        ProfileRequest: state.profile}
     for line in requests:
-        request = json.loads(line)
-        op = request.get("op")
-        if op == "exit":
+        request = parse_request(line)
+        if isinstance(request, ExitRequest):
             return
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            answer = {"ok": True, **handlers[op](request)}
+            answer: Any = handlers[type(request)](request)
         except RequestFailed as exc:
-            answer, error = {"ok": False, "kind": exc.kind, "message": str(exc), "rule": exc.rule}, exc
+            answer, error = Failure(kind=exc.kind, message=str(exc), rule=exc.rule), exc
         except MemoryError as exc:
-            answer = {"ok": False, "kind": "runtime_error", "message": "out of memory (the worker's limit)"}
-            error = exc
+            answer, error = Failure(kind="runtime_error", message="out of memory (the worker's limit)"), exc
         except Exception as exc:
-            answer, error = {"ok": False, "kind": "runtime_error", "message": _describe(exc)}, exc
+            answer, error = Failure(kind="runtime_error", message=_describe(exc)), exc
         lost = state.platform.device_lost(error) if error is not None and state.platform is not None else None
         if lost:
-            answer = {"ok": False, "kind": "crashed", "rule": None,
-                      "message": f"the candidate left the device unusable ({lost}); this worker was retired"}
-        answer["worker_s"] = time.perf_counter() - started
-        reply.write(json.dumps(answer) + "\n")
+            answer = Failure(kind="crashed",
+                             message=f"the candidate left the device unusable ({lost}); this worker was retired")
+        reply.write(answer.model_copy(update={"worker_s": time.perf_counter() - started}).model_dump_json() + "\n")
         reply.flush()
         if lost:
             # Every later call in this process would fail the same way, and tearing the context down can
@@ -267,8 +280,8 @@ def main(argv: list[str] | None = None, confinement: dict[str, list[str]] | None
     # The first dispatch-mode recording imports a good part of torch; pay for it before the greeting, so a
     # worker waiting in a pool is ready to judge at once.
     record_ops(lambda: torch.ones(2) + 1)
-    reply.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid(),
-                            "confinement": confinement or {"enforced": [], "missing": ["not confined"]}}) + "\n")
+    report = SandboxReport.model_validate(confinement or {"enforced": [], "missing": ["not confined"]})
+    reply.write(Greeting(pid=os.getpid(), confinement=report).model_dump_json() + "\n")
     reply.flush()
     serve(state, sys.stdin, reply)
 

@@ -1,0 +1,167 @@
+"""The harness <-> worker protocol, the trust boundary: one frozen model per request and per reply.
+
+Requests travel as one JSON line each on the worker's stdin; replies as one JSON line each on its reply
+descriptor. The worker validates what it is asked (`parse_request`); the harness validates every reply against
+the model it expects (`read_reply`), because a candidate shares the worker's process and can write anything on
+that descriptor: a reply that does not fit is a `MalformedReply`, which the harness turns into a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from kforge.verify.timing import TimingPlan
+
+# ---- requests (harness -> worker) ----------------------------------------------------------------------------
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LoadRequest(_Message):
+    """Import the problem and, with `solution`, the candidate (its extensions compile here); build the model
+    under `seed` and keep it as `role`; `compile` wraps it in torch.compile (the reference's baseline)."""
+
+    op: Literal["load"] = "load"
+    problem: str
+    solution: str | None = None
+    seed: int
+    platform: str
+    compile: bool = False
+    role: str = "candidate"
+
+
+class RunRequest(_Message):
+    """Call the loaded model `calls` times on the inputs of (`seed`, `variant`); outputs to the file `out`."""
+
+    op: Literal["run"] = "run"
+    seed: int
+    variant: int = 0
+    calls: int = 2
+    record_ops: bool = True
+    out: str
+
+
+class TimeRequest(_Message):
+    """Run one round of timed calls of the model loaded as `role`; spot-check outputs to the file `out`."""
+
+    op: Literal["time"] = "time"
+    plan: TimingPlan
+    out: str
+    role: str | None = None
+    variant: int = 0
+
+
+class BuildRequest(_Message):
+    """Import a candidate only, so that its extensions compile into the build cache."""
+
+    op: Literal["build"] = "build"
+    solution: str
+
+
+class ProfileRequest(_Message):
+    op: Literal["profile"] = "profile"
+    seed: int
+    calls: int = 5
+
+
+class ExitRequest(_Message):
+    op: Literal["exit"] = "exit"
+
+
+Request = Annotated[LoadRequest | RunRequest | TimeRequest | BuildRequest | ProfileRequest | ExitRequest,
+                    Field(discriminator="op")]
+_REQUEST = TypeAdapter(Request)
+
+
+def parse_request(line: str | bytes) -> Request:
+    """The request on one line (ValidationError when it is not one)."""
+    return _REQUEST.validate_json(line)
+
+
+# ---- replies (worker -> harness) -----------------------------------------------------------------------------
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: Literal[True] = True
+    worker_s: float = 0.0
+
+
+class SandboxReport(BaseModel):
+    """What the worker's kernel sandbox enforced, and one line for each part it could not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enforced: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=20)
+    missing: list[Annotated[str, Field(max_length=400)]] = Field(default_factory=list, max_length=20)
+
+
+class Greeting(_Reply):
+    ready: Literal[True] = True
+    pid: int
+    confinement: SandboxReport
+
+
+class LoadReply(_Reply):
+    build_s: float = 0.0
+    builds: int = 0
+
+
+class BuildReply(LoadReply):
+    pass
+
+
+class RunReply(_Reply):
+    ops: list[str]
+
+
+class TimeReply(_Reply):
+    times_ns: list[int]
+    second_clock_ns: list[int]
+    lead_in_ns: list[int]
+    host_bound: list[bool]
+    loop_ns: int  # the whole request, as the worker's second clock saw it
+    spots: list[int]
+
+
+class ProfileReply(_Reply):
+    profile: dict[str, Any]  # validated by the profiling schema where it is used
+
+
+class Failure(BaseModel):
+    """The candidate failed in a way that deserves a verdict (`kind` names it), or the worker could not serve."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: Literal[False] = False
+    kind: str
+    message: str
+    rule: str | None = None
+    worker_s: float = 0.0
+
+
+class MalformedReply(Exception):
+    """A reply that fits no model of the protocol: the one-line reason."""
+
+
+ReplyT = TypeVar("ReplyT", bound=_Reply)
+
+
+def read_reply(line: bytes, expected: type[ReplyT]) -> ReplyT | Failure:
+    """The reply on one line, as `expected` or as a Failure; MalformedReply when it is neither."""
+    try:
+        data = TypeAdapter(dict[str, Any]).validate_json(line)
+    except ValidationError:
+        raise MalformedReply("it is not a JSON object") from None
+    model: type[ReplyT] | type[Failure] = Failure if data.get("ok") is False else expected
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the reply"
+        raise MalformedReply(f"{where}: {first['msg']}"[:200]) from None
