@@ -262,7 +262,7 @@ def _run_and_report(store: Any, run_id: int, request: Any, settings: Any, out_fi
     from kforge.pipelines.optimize import run_request
     from kforge.pipelines.request import BUILTIN
     from kforge.reports import attempts_table, best_line, costs_line
-    from kforge.trial_tree import trial_tree
+    from kforge.reports.trial_tree import trial_tree
 
     chat = None if request.model == BUILTIN else settings.model_copy(update={"model": request.model}).chat_model()
     err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) with {request.model}",
@@ -322,8 +322,8 @@ def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")]
     """Show a run's attempts, its best candidate and its costs; for a staged run, its trial tree."""
     from kforge.config import ConfigError, load_settings
     from kforge.reports import attempts_table, costs_line, stored_best_line
+    from kforge.reports.trial_tree import trial_tree
     from kforge.store import Store, StoreError
-    from kforge.trial_tree import trial_tree
 
     try:
         with Store(load_settings({"db": db}).db_path) as store:

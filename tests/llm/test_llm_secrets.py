@@ -7,7 +7,8 @@ import pytest
 from llm_servers import FAST_RETRY, ScriptedServer, anthropic_message, openai_completion, openai_error, openai_stream
 
 from kforge.config import load_settings
-from kforge.llm import AuthenticationFailed, Message, RecordingChatModel, make_chat_model
+from kforge.llm import AuthenticationFailed, Message, make_chat_model
+from kforge.pipelines.recording import RecordingChatModel
 from kforge.store import Store
 
 OPENAI_KEY = "sk-kforge-DISTINCTIVE-openai-7f3a9c1e5b"

@@ -22,14 +22,14 @@ from kforge.agents.targets import Target
 from kforge.knowledge import Violation
 from kforge.llm import make_chat_model
 from kforge.llm.budget import Budget
-from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.events import Event
 from kforge.pipelines.judging import KB_REJECTED
 from kforge.pipelines.loop import KForgeLoop, LoopSettings
+from kforge.pipelines.recording import RecordingChatModel
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedSettings
+from kforge.reports.trial_tree import stage_gains, trial_tree
 from kforge.store import Store
-from kforge.trial_tree import stage_gains, trial_tree
 from tests.conftest import PROBLEMS
 from tests.llm.llm_servers import FAST_RETRY, ScriptedServer, openai_completion, openai_stream
 from tests.pipelines.test_loop import verdict_for

@@ -16,9 +16,9 @@ from kforge.agents.planner import PlannerAgent
 from kforge.agents.stage_writer import StageWriter
 from kforge.engine.propose import propose
 from kforge.llm import make_chat_model
-from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.builtin import default_variants, stage_engine
 from kforge.pipelines.loop import KForgeLoop, LoopSettings
+from kforge.pipelines.recording import RecordingChatModel
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult, StagedSettings
 from kforge.problem import Problem, load_problem

@@ -11,7 +11,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from kforge.knowledge import cpp_scan
+import kforge.knowledge.cpp_scan as cpp_scan
 from kforge.knowledge.limits import DeviceLimits
 from kforge.knowledge.source import CandidateSource, CodeString
 from kforge.knowledge.triton_scan import Settings, is_power_of_two

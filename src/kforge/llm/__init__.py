@@ -1,10 +1,11 @@
-"""Chat models behind one small interface, with retries, prices, budgets and a store-backed cache.
+"""Chat models behind one small interface, with retries, prices and budgets.
 
     model = make_chat_model("openai:gpt-4o", timeout_s=120)
     answer = model.complete([Message.system("..."), Message.user("...", png_bytes)], max_tokens=4096)
     answer.text, answer.usage, answer.cost_usd
 
-Wrap it in `RecordingChatModel(model, store, run_id, budget=Budget(max_usd=5))` inside a run.
+Inside a run, pipelines wrap it in `kforge.pipelines.recording.RecordingChatModel`, which keeps every call in the
+store and answers a resumed run's repeated calls from it.
 """
 
 from kforge.llm.base import ChatModel, ModelSpec
@@ -24,7 +25,6 @@ from kforge.llm.errors import (
 from kforge.llm.factory import UnknownProvider, make_chat_model, parse_model_name
 from kforge.llm.messages import Completion, DeltaCallback, ImagePart, Message, TextPart, Usage
 from kforge.llm.prices import Price, PriceTable, load_prices
-from kforge.llm.recording import RecordingChatModel
 from kforge.llm.request import describe_request, request_hash
 from kforge.llm.retry import RetryPolicy
 
@@ -46,7 +46,6 @@ __all__ = [
     "Price",
     "PriceTable",
     "RateLimited",
-    "RecordingChatModel",
     "RetryPolicy",
     "ServerError",
     "ServerUnreachable",

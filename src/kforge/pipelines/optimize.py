@@ -18,7 +18,6 @@ from kforge.engine.capture import LoweringError
 from kforge.engine.propose import propose
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
-from kforge.llm.recording import RecordingChatModel
 from kforge.pipelines.baselines import RunBaselines
 from kforge.pipelines.builtin import BuiltinRun, stage_engine
 from kforge.pipelines.confirm import confirm_best
@@ -26,6 +25,7 @@ from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import Evaluator
 from kforge.pipelines.loop import AttemptRecord, KForgeLoop, LoopResult
 from kforge.pipelines.profiles import profile_candidate
+from kforge.pipelines.recording import RecordingChatModel
 from kforge.pipelines.request import BUILTIN, OptimizeError, OptimizeRequest, resume_request, start_run
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult

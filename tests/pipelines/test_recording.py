@@ -4,22 +4,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from llm_servers import FAST_RETRY, ScriptedServer, openai_completion, openai_error
 
-from kforge.llm import (
-    Budget,
-    BudgetExceeded,
-    Message,
-    Price,
-    PriceTable,
-    RecordingChatModel,
-    ServerError,
-    make_chat_model,
-)
+from kforge.llm import Budget, BudgetExceeded, Message, Price, PriceTable, ServerError, make_chat_model
+from kforge.pipelines.recording import RecordingChatModel
 from kforge.store import Store
+from tests.llm.llm_servers import FAST_RETRY, ScriptedServer, openai_completion, openai_error
 
 PROMPT = [Message.system("You write kernels."), Message.user("Make relu fast.")]
 PRICES = PriceTable({("openai", "gpt-test"): Price(input=1.0, output=2.0)})
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as scripted:
+        yield scripted
 
 
 @pytest.fixture
