@@ -300,6 +300,90 @@ def _run_and_report(store: Any, run_id: int, request: Any, settings: Any, out_fi
         raise typer.Exit(EXIT_NOT_CORRECT)
 
 
+@app.command("suite")
+def suite_command(
+    paths: Annotated[list[Path], typer.Argument(help="Problem files, or folders searched for them recursively.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for results.jsonl, summary.json and the reports.")],
+    model: Annotated[str | None, typer.Option(
+        help="PROVIDER:MODEL, or builtin for the engine (the default when no model is configured).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
+    platform: Annotated[str, typer.Option(help="cpu, cuda, or auto.")] = "auto",
+    language: Annotated[str | None, typer.Option(help="cpp, cuda or triton (default: the platform's first).")] = None,
+    solutions: Annotated[Path | None, typer.Option(
+        help="Judge the solutions in this folder (same file names as the problems) instead of optimizing.")] = None,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Problems at once: default one per GPU on a GPU platform, one on a CPU.")] = None,
+    time_budget: Annotated[float | None, typer.Option(help="Seconds of search per problem.")] = None,
+    db: DbOption = None,
+    timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
+    rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
+    require_sandbox: Annotated[bool, typer.Option(
+        "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox.")] = False,
+) -> None:
+    """Optimize (or, with --solutions, judge) every problem of a folder; results.jsonl, summary.json,
+    report.md and report.html in --out. Run the same command again to continue where it stopped.
+
+    Exit status: 0 when every problem has its row (solved or not), 2 for bad input, 130 when interrupted.
+    """
+    from kforge.suite.discover import SuiteError, find_problems
+    from kforge.suite.runner import finish, run_suite, slots_for
+    from kforge.suite.task import TaskSpec
+
+    try:
+        problems = find_problems(paths)
+        _say_sandbox(require_sandbox)
+        options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms),
+                              baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
+    except (SuiteError, SandboxUnavailable) as exc:
+        _bad_input(str(exc), False)
+
+    def spec(problem: Any) -> TaskSpec:
+        judged = None if solutions is None else str((solutions / Path(problem.name)).resolve())
+        return TaskSpec(problem=problem.name, path=str(problem.path), mode="judge" if solutions else "optimize",
+                        solution=judged, model=model, base_url=base_url, platform=platform, language=language,
+                        db=str(db) if db else None, time_budget_s=time_budget, eval_options=options)
+
+    slots = slots_for(platform, workers)
+    err.print(f"suite: {len(problems)} problems, {len(slots)} at once ({', '.join(s.name for s in slots)}), "
+              f"results in {out_dir}", highlight=False)
+    try:
+        rows = _with_progress(lambda show, line: run_suite(problems, spec, out_dir, slots, show, line))
+    except KeyboardInterrupt:
+        err.print("interrupted: every finished problem is kept; run the same command again to continue",
+                  highlight=False)
+        raise typer.Exit(130) from None
+    summary = finish(rows, out_dir)
+    from kforge.suite.report import headline
+
+    for line in headline(summary):
+        out.print(line, highlight=False, soft_wrap=True)
+    out.print(f"wrote {out_dir / 'report.html'}", highlight=False, soft_wrap=True)
+
+
+def _with_progress(run: Any) -> Any:
+    """Call `run(show, line)` with a live view on a terminal (done/total, each slot's problem, ETA), or one line
+    per finished problem otherwise."""
+    from rich.live import Live
+
+    def line(row: Any) -> None:
+        speedup = f" {row.speedup_vs_eager:.2f}x vs eager" if row.speedup_vs_eager else ""
+        err.print(f"{row.problem}: {row.status}{speedup} ({row.wall_s:.0f} s)", highlight=False, soft_wrap=True)
+
+    if not err.is_terminal:
+        return run(None, line)
+    with Live(console=err, refresh_per_second=2, transient=True) as live:
+        def show(progress: Any) -> None:
+            with progress.lock:
+                eta = progress.eta_s()
+                rows = [f"{progress.done}/{progress.total} done"
+                        + (f", about {eta / 60:.0f} min left" if eta is not None else "")]
+                rows += [f"  {slot}: {text}" for slot, text in sorted(progress.running.items())]
+            live.update("\n".join(rows))
+
+        return run(show, lambda row: live.console.print(f"{row.problem}: {row.status}", highlight=False))
+
+
 @app.command("runs")
 def runs_command(
     db: DbOption = None,

@@ -12,6 +12,7 @@ import torch
 
 from kforge.platforms.cpu import CpuPlatform
 from kforge.verify import worker
+from kforge.verify.protocol import RunRequest
 from kforge.verify.tamper import CandidateWatch
 from kforge.verify.worker import RequestFailed, WorkerState, serve
 
@@ -65,15 +66,21 @@ class LostDevice(CpuPlatform):
 
 
 class FailingState:
-    """Every request fails with the error it names."""
+    """Every request fails with the same error."""
 
     platform = LostDevice()
 
+    def __init__(self, error: str) -> None:
+        self.error = error
+
     def __getattr__(self, op: str) -> Any:
-        def fail(request: dict[str, Any]) -> dict[str, Any]:
-            raise RequestFailed("runtime_error", f"forward failed: {request['error']}")
+        def fail(request: Any) -> Any:
+            raise RequestFailed("runtime_error", f"forward failed: {self.error}")
 
         return fail
+
+
+REQUEST = RunRequest(seed=1, out="outputs.pt").model_dump_json() + "\n"
 
 
 def test_a_worker_whose_device_is_lost_answers_crashed_and_exits(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,9 +92,8 @@ def test_a_worker_whose_device_is_lost_answers_crashed_and_exits(monkeypatch: py
 
     monkeypatch.setattr(worker.os, "_exit", fake_exit)
     reply = io.StringIO()
-    requests = [json.dumps({"op": "load", "error": "CUDA error: an illegal memory access was encountered"}) + "\n"]
     with pytest.raises(SystemExit):
-        serve(FailingState(), requests, reply)  # type: ignore[arg-type]
+        serve(FailingState("CUDA error: an illegal memory access was encountered"), [REQUEST], reply)  # type: ignore[arg-type]
     answer = json.loads(reply.getvalue())
     assert answer["kind"] == "crashed" and "illegal memory access" in answer["message"]
     assert exits == [70]
@@ -95,7 +101,6 @@ def test_a_worker_whose_device_is_lost_answers_crashed_and_exits(monkeypatch: py
 
 def test_an_ordinary_failure_leaves_the_worker_serving() -> None:
     reply = io.StringIO()
-    requests = [json.dumps({"op": "load", "error": "shapes do not match"}) + "\n"] * 2
-    serve(FailingState(), requests, reply)  # type: ignore[arg-type]
+    serve(FailingState("shapes do not match"), [REQUEST] * 2, reply)  # type: ignore[arg-type]
     answers = [json.loads(line) for line in reply.getvalue().splitlines()]
     assert [answer["kind"] for answer in answers] == ["runtime_error", "runtime_error"]

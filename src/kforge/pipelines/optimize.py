@@ -16,6 +16,7 @@ from kforge.agents.stage_writer import StageWriter
 from kforge.agents.targets import Target
 from kforge.engine.capture import LoweringError
 from kforge.engine.propose import propose
+from kforge.engine.tune import TuneSettings
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.pipelines.baselines import RunBaselines
@@ -64,8 +65,9 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
     target = Target(request.platform, request.language)
     reference = request.reference.read_text() if request.reference else None
     spent = store.costs_of(run_id)
+    walls = [wall for wall in (budget.max_wall_s, request.time_budget_s) if wall]
     budget = Budget(max_calls=budget.max_calls, max_tokens=budget.max_tokens, max_usd=budget.max_usd,
-                    max_wall_s=budget.max_wall_s,
+                    max_wall_s=min(walls) if walls else None,
                     spent=Spend(calls=spent.calls, tokens=spent.tokens, usd=spent.cost_usd))
     recording = RecordingChatModel(chat, store, run_id, budget=budget, use_cache=use_cache)
     generator = GenerationAgent(recording, target, problem.source, reference, request.max_output_tokens,
@@ -130,7 +132,8 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
         evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, on_event))
-        result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes)
+        tuning = TuneSettings(budget_s=request.time_budget_s) if request.time_budget_s else None
+        result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes, settings=tuning)
         confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
     return OptimizeOutcome(run_id, result, confirmation)
 

@@ -45,6 +45,7 @@ class OptimizeRequest:
     kernel: Path | None = None  # the staged pipeline's starting kernel
     builtin_start: bool = True  # the loop starts from the builtin engine's kernel when it can lower the problem
     allow_vendor_gemm: bool = False  # candidates may call the vendor's GEMM/convolution (the engine offers such too)
+    time_budget_s: float | None = None  # wall time for the run's search (the engine's tuning, the model's calls)
 
     def evaluation_options(self) -> EvalOptions:
         """The harness options of every evaluation in the run: the request's target, and its policy."""
@@ -63,7 +64,8 @@ class OptimizeRequest:
                 "pipeline": self.pipeline, "staged": self.staged.for_record(),
                 "kernel": str(self.kernel) if self.kernel else None,
                 "kernel_hash": source_hash(self.kernel.read_text()) if self.kernel else None,
-                "builtin_start": self.builtin_start, "allow_vendor_gemm": self.allow_vendor_gemm}
+                "builtin_start": self.builtin_start, "allow_vendor_gemm": self.allow_vendor_gemm,
+                "time_budget_s": self.time_budget_s}
 
     @classmethod
     def from_record(cls, record: dict[str, Any], eval_options: EvalOptions) -> OptimizeRequest:
@@ -77,7 +79,8 @@ class OptimizeRequest:
                    staged=StagedSettings.from_record(record.get("staged", {})),
                    kernel=Path(record["kernel"]) if record.get("kernel") else None,
                    builtin_start=bool(record.get("builtin_start", False)),
-                   allow_vendor_gemm=bool(record.get("allow_vendor_gemm", False)))
+                   allow_vendor_gemm=bool(record.get("allow_vendor_gemm", False)),
+                   time_budget_s=record.get("time_budget_s"))
 
 
 

@@ -1,0 +1,152 @@
+"""One problem of a suite, in a process of its own: optimized (any model, `builtin` included) or, with a
+solution given, judged; the outcome is one `SuiteRow`. Whatever goes wrong becomes the row's reason, never an
+exception: a suite goes on past any problem.
+
+    python -m kforge.suite.task SPEC.json ROW.json [LOG]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kforge.platforms import PlatformError, get_platform
+from kforge.problem import Problem, ProblemError, SolutionError, load_problem
+from kforge.suite.results import SuiteRow
+from kforge.verify.evaluate import EvalOptions, evaluate
+from kforge.verify.sandbox import SandboxUnavailable
+from kforge.verify.verdict import Verdict
+
+
+class TaskSpec(BaseModel):
+    """What to do with one problem; the same for every problem of a suite but the problem and its solution."""
+
+    model_config = ConfigDict(frozen=True)
+
+    problem: str
+    path: str
+    mode: Literal["optimize", "judge"]
+    solution: str | None = None  # judge: the file judged
+    model: str | None = None  # optimize: PROVIDER:MODEL, or None/builtin for the engine
+    base_url: str | None = None
+    platform: str = "auto"
+    language: str | None = None
+    db: str | None = None
+    time_budget_s: float | None = None
+    eval_options: EvalOptions = EvalOptions()
+
+
+def run_task(spec: TaskSpec, say: Callable[[str], None] | None = None) -> SuiteRow:
+    """The row for `spec`'s problem."""
+    started = time.monotonic()
+    base = {"problem": spec.problem, "path": spec.path}
+    try:
+        problem = load_problem(spec.path)
+    except ProblemError as exc:
+        return SuiteRow(**base, status="error", reason=str(exc), wall_s=time.monotonic() - started)
+    base["problem_hash"] = problem.source_hash
+    try:
+        row = _judge(spec, problem, base) if spec.mode == "judge" else _optimize(spec, problem, base, say)
+    except (SolutionError, PlatformError, SandboxUnavailable, ValueError) as exc:
+        row = SuiteRow(**base, status="error", reason=str(exc).splitlines()[0][:500])
+    except Exception as exc:  # a bug, not the problem's fault: kept in the row, with where it happened
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        row = SuiteRow(**base, status="error",
+                       reason=f"{type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})"[:500])
+    return row.model_copy(update={"wall_s": time.monotonic() - started})
+
+
+def _judge(spec: TaskSpec, problem: Problem, base: dict[str, str]) -> SuiteRow:
+    if spec.solution is None or not Path(spec.solution).is_file():
+        return SuiteRow(**base, status="error", reason=f"no solution: {spec.solution} does not exist")
+    options = spec.eval_options.model_copy(update={"platform": spec.platform, "language": spec.language})
+    verdict = evaluate(problem, spec.solution, options)
+    return _row_of(base, verdict, problem, options, attempts=1)
+
+
+def _optimize(spec: TaskSpec, problem: Problem, base: dict[str, str], say: Callable[[str], None] | None) -> SuiteRow:
+    from kforge.config import load_settings
+    from kforge.engine.capture import LoweringError
+    from kforge.llm import LLMError
+    from kforge.pipelines.optimize import check_builtin, run_request, start_run
+    from kforge.pipelines.request import BUILTIN, build_request
+    from kforge.store import Store
+
+    settings = load_settings({"model": spec.model, "base_url": spec.base_url, "db": spec.db})
+    request = build_request(Path(spec.path), model=settings.model, platform=spec.platform, language=spec.language,
+                            eval_options=spec.eval_options, time_budget_s=spec.time_budget_s,
+                            max_output_tokens=settings.max_output_tokens, temperature=settings.temperature)
+    with Store(settings.db_path) as store:
+        try:
+            if request.model == BUILTIN:
+                check_builtin(request)
+            chat = None if request.model == BUILTIN else settings.chat_model()
+            run_id = start_run(store, request)
+            outcome = run_request(store, run_id, request, chat, settings.budget(),
+                                  on_event=(lambda event: say(event.text)) if say else None)
+        except (LoweringError, LLMError) as exc:
+            return SuiteRow(**base, status="unsolved", reason=str(exc).splitlines()[0][:500])
+        attempts = len(store.attempts_of(run_id))
+        costs = store.costs_of(run_id)
+    best = outcome.result.best
+    usage = {"attempts": attempts, "llm_tokens": costs.tokens, "cost_usd": costs.cost_usd, "run_id": run_id}
+    if best is None or best.verdict is None:
+        return SuiteRow(**base, status="unsolved", reason=outcome.result.stop_reason, **usage)
+    confirmed = outcome.confirmation
+    verdict = confirmed if confirmed is not None else best.verdict
+    row = _row_of(base, verdict, problem, request.evaluation_options(), attempts=attempts)
+    return row.model_copy(update=usage)
+
+
+def _row_of(base: dict[str, str], verdict: Verdict, problem: Problem, options: EvalOptions,
+            attempts: int) -> SuiteRow:
+    timing = verdict.timing
+    return SuiteRow(**base, status="solved" if verdict.correct else "unsolved", verdict=verdict.verdict,
+                    rule=verdict.rule, reason=verdict.reason, runtime_ms=verdict.runtime_ms,
+                    spread=timing.relative_spread if timing else None, eager_ms=verdict.eager_ms,
+                    compile_ms=verdict.compile_ms, speedup_vs_eager=verdict.speedup_vs_eager,
+                    speedup_vs_compile=verdict.speedup_vs_compile, attempts=attempts,
+                    roofline_share=roofline_share(problem, options, verdict.runtime_ms) if verdict.correct else None)
+
+
+def roofline_share(problem: Problem, options: EvalOptions, runtime_ms: float | None) -> float | None:
+    """The share of its roofline bound a kernel of `runtime_ms` reaches: the reference's FLOPs and minimum bytes
+    against the device's measured peaks (cached per machine). None where either cannot be had."""
+    if runtime_ms is None or runtime_ms <= 0:
+        return None
+    try:
+        import torch
+
+        from kforge.profiling import measure_peaks, measure_workload
+        from kforge.profiling.roofline import roofline
+
+        platform = get_platform(options.platform)
+        model = problem.make_model(options.seed).to(platform.device)
+        workload = measure_workload(model, problem.inputs(options.seed, device=platform.device))
+        peaks = measure_peaks(platform, dtype=getattr(torch, workload.dtype, torch.float32),
+                              cache_dir=options.cache_dir)
+        return roofline(workload, runtime_ms * 1000, peaks).fraction_of_bound
+    except Exception:  # advice only: a problem whose FLOPs cannot be counted still gets its row
+        return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    arguments = sys.argv[1:] if argv is None else argv
+    spec = TaskSpec.model_validate_json(Path(arguments[0]).read_text())
+    log = open(arguments[2], "a", buffering=1) if len(arguments) > 2 else None  # noqa: SIM115
+    say = (lambda text: log.write(text + "\n")) if log is not None else None
+    row = run_task(spec, say)
+    target = Path(arguments[1])
+    partial = target.with_suffix(".partial")
+    partial.write_text(row.model_dump_json())
+    partial.replace(target)  # the runner never reads half a row
+
+
+if __name__ == "__main__":
+    main()
