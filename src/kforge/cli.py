@@ -313,6 +313,9 @@ def suite_command(
         help="Judge the solutions in this folder (same file names as the problems) instead of optimizing.")] = None,
     workers: Annotated[int | None, typer.Option(
         min=1, help="Problems at once: default one per GPU on a GPU platform, one on a CPU.")] = None,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", help="Run on a Ray cluster: auto (a running one, else a local one) or its ADDRESS; one slot per "
+                      "GPU of the cluster (pip install 'kforge[ray]').")] = None,
     time_budget: Annotated[float | None, typer.Option(help="Seconds of search per problem.")] = None,
     db: DbOption = None,
     timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
@@ -327,7 +330,8 @@ def suite_command(
     Exit status: 0 when every problem has its row (solved or not), 2 for bad input, 130 when interrupted.
     """
     from kforge.suite.discover import SuiteError, find_problems
-    from kforge.suite.runner import finish, run_suite, slots_for
+    from kforge.suite.ray_pool import RayUnavailable, ray_slots
+    from kforge.suite.runner import LocalSlot, finish, run_suite, slots_for
     from kforge.suite.task import TaskSpec
 
     try:
@@ -344,11 +348,15 @@ def suite_command(
                         solution=judged, model=model, base_url=base_url, platform=platform, language=language,
                         db=str(db) if db else None, time_budget_s=time_budget, eval_options=options)
 
-    slots = slots_for(platform, workers)
-    err.print(f"suite: {len(problems)} problems, {len(slots)} at once ({', '.join(s.name for s in slots)}), "
+    try:
+        local = [LocalSlot(slot, out_dir) for slot in slots_for(platform, workers)] if not ray else []
+        runners = ray_slots(ray, workers) if ray else local
+    except RayUnavailable as exc:
+        _bad_input(str(exc), False)
+    err.print(f"suite: {len(problems)} problems, {len(runners)} at once ({', '.join(r.name for r in runners)}), "
               f"results in {out_dir}", highlight=False)
     try:
-        rows = _with_progress(lambda show, line: run_suite(problems, spec, out_dir, slots, show, line))
+        rows = _with_progress(lambda show, line: run_suite(problems, spec, out_dir, runners, show, line))
     except KeyboardInterrupt:
         err.print("interrupted: every finished problem is kept; run the same command again to continue",
                   highlight=False)

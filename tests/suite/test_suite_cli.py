@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -127,3 +130,80 @@ def test_the_builtin_engine_optimizes_every_problem_of_a_folder(tmp_path: Path) 
     assert int(rows["channel_gate.py"]["attempts"]) >= 1  # type: ignore[call-overload]
     assert rows["channel_gate.py"]["speedup_vs_eager"] is not None  # from the end-of-run confirmation
     assert rows["cumsum.py"]["status"] == "unsolved" and "cannot lower" in str(rows["cumsum.py"]["reason"])
+
+
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a throwaway cluster on loopback
+
+
+@pytest.fixture
+def ray_cluster(tmp_path: Path) -> Iterator[str]:
+    """A local Ray cluster with two logical GPUs (no real one is needed to place work on them)."""
+    pytest.importorskip("ray", reason="the Ray path needs pip install 'kforge[ray]'")
+    port = _free_port()
+    env = {**os.environ, **RAY_ENV, "PYTHONPATH": os.pathsep.join(sys.path)}
+    scratch = tempfile.mkdtemp(prefix="kray", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
+    started = subprocess.run(["ray", "start", "--head", f"--port={port}", "--num-gpus=2", "--num-cpus=2",
+                              "--include-dashboard=false", f"--temp-dir={scratch}"],
+                             capture_output=True, text=True, timeout=180, env=env)
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run(["ray", "stop", "--force"], capture_output=True, timeout=120, env=env)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_on_ray_work_lands_on_distinct_gpus_a_killed_actor_is_retried_and_rows_match(tmp_path: Path,
+                                                                                      ray_cluster: str) -> None:
+    problems, solutions = tmp_path / "problems", tmp_path / "solutions"
+    problems.mkdir()
+    solutions.mkdir()
+    for index in range(4):
+        (problems / f"p{index}.py").write_text(LEAKY.read_text())
+        (solutions / f"p{index}.py").write_text((CANDIDATES / "leaky_scale" / "honest.py").read_text())
+    out = tmp_path / "ray_out"
+    command = [sys.executable, "-m", "kforge", "suite", str(problems), "--solutions", str(solutions), "--out",
+               str(out), "--ray", ray_cluster, "--platform", "auto", "--baseline", "eager", "--rep-ms", "60"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **RAY_ENV})
+    killed = _kill_one_busy_actor(process, deadline=time.monotonic() + 300)
+    _, stderr = process.communicate(timeout=900)
+    assert process.returncode == 0, stderr[-3000:]
+    rows = rows_of(out)
+    assert sorted(rows) == ["p0.py", "p1.py", "p2.py", "p3.py"]
+    assert all(row["status"] == "solved" for row in rows.values())
+    devices = {str(row["device"]).split(" on ")[0] for row in rows.values()}
+    assert devices == {"gpu 0", "gpu 1"}, devices
+    assert killed and any(row["tries"] == 2 for row in rows.values()), "the killed actor's problem was not retried"
+
+    local = tmp_path / "local_out"
+    result = suite(str(problems), "--solutions", str(solutions), "--out", str(local), *COMMON)
+    assert result.returncode == 0, result.stderr[-3000:]
+    same = ("status", "verdict", "rule", "attempts")
+    assert {n: [r[k] for k in same] for n, r in rows_of(local).items()} == {n: [r[k] for k in same]
+                                                                            for n, r in rows.items()}
+
+
+def _kill_one_busy_actor(suite_process: subprocess.Popen[str], deadline: float) -> bool:
+    """SIGKILL one Ray actor while a task of its runs; whether one was found before the suite ended."""
+    while time.monotonic() < deadline and suite_process.poll() is None:
+        tasks = subprocess.run(["pgrep", "-f", "kforge.suite.task"], capture_output=True, text=True).stdout.split()
+        for task in tasks:
+            parent = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()[1] if \
+                Path(f"/proc/{task}/stat").exists() else ""
+            title = Path(f"/proc/{parent}/cmdline").read_bytes().decode(errors="replace") if parent and \
+                Path(f"/proc/{parent}/cmdline").exists() else ""
+            if "_TaskActor" in title:
+                os.kill(int(parent), signal.SIGKILL)
+                return True
+        time.sleep(0.3)
+    return False

@@ -16,12 +16,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from kforge.suite.discover import FoundProblem
 from kforge.suite.results import ResultsFile, SuiteRow, Summary, summarize, write_summary
 from kforge.suite.task import TaskSpec
 
 RETRIES = 1  # a task whose process died is run this many times more
+LOST = "its process ended"  # how a row lost with its process begins: such a problem is done again on a re-run
 
 
 @dataclass
@@ -60,34 +62,96 @@ def slots_for(platform: str, workers: int | None) -> list[Slot]:
     return [Slot(f"cpu {index}", {"OMP_NUM_THREADS": threads}) for index in range(count)]
 
 
+class SlotLost(Exception):
+    """The slot's worker itself is gone (a Ray actor killed, its node lost): its problem goes to another slot."""
+
+
+class SlotRunner(Protocol):
+    """Where one task at a time runs: a local slot, or a Ray actor."""
+
+    name: str
+
+    def run(self, spec: TaskSpec, show: Callable[[str], None]) -> SuiteRow:
+        """The task's row; SlotLost when the slot died under it."""
+        ...
+
+    def replacement(self) -> SlotRunner | None:
+        """A slot to go on with after this one was lost, if there can be one."""
+        ...
+
+
+class LocalSlot:
+    """A slot of this machine: each task a process of its own, with the slot's environment."""
+
+    def __init__(self, slot: Slot, out: Path) -> None:
+        self.slot = slot
+        self.name = slot.name
+        self.logs = out / "logs"
+
+    def run(self, spec: TaskSpec, show: Callable[[str], None]) -> SuiteRow:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        return task_row(spec, self.slot, self.logs / log_name(spec.problem), show)
+
+    def replacement(self) -> SlotRunner | None:
+        return None  # a local slot is never lost: its task's process is, and task_row retries that
+
+
+def log_name(problem: str) -> str:
+    return problem.replace(os.sep, "__") + ".log"
+
+
 def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], TaskSpec], out: Path,
-              slots: list[Slot], on_progress: Callable[[SuiteProgress], None] | None = None,
+              runners: list[SlotRunner], on_progress: Callable[[SuiteProgress], None] | None = None,
               on_row: Callable[[SuiteRow], None] | None = None) -> list[SuiteRow]:
-    """Run every problem not yet in `out/results.jsonl`; returns all rows, old and new, in the problems' order."""
+    """Run every problem not yet in `out/results.jsonl` on `runners` (one task each at a time); returns all rows,
+    old and new, in the problems' order. A problem whose slot is lost is run once more on another."""
     results = ResultsFile(out / "results.jsonl")
     done = results.rows()
     pending = [problem for problem in problems if not _finished(done.get(problem.name), problem)]
     progress = SuiteProgress(total=len(problems), done=len(problems) - len(pending))
-    queue = list(pending)
+    queue: list[tuple[FoundProblem, int]] = [(problem, 1) for problem in pending]
     queue_lock = threading.Lock()
 
-    def next_problem() -> FoundProblem | None:
+    def next_problem() -> tuple[FoundProblem, int] | None:
         with queue_lock:
             return queue.pop(0) if queue else None
 
-    def work(slot: Slot) -> None:
-        while (problem := next_problem()) is not None:
-            row = run_in_process(make_spec(problem), out, slot, progress)
-            results.append(row)
-            with progress.lock:
-                progress.done += 1
-                progress.finished.append(row)
-                progress.running.pop(slot.name, None)
-            if on_row:
-                on_row(row)
+    def record(row: SuiteRow, slot_name: str) -> None:
+        results.append(row)
+        with progress.lock:
+            progress.done += 1
+            progress.finished.append(row)
+            progress.running.pop(slot_name, None)
+        if on_row:
+            on_row(row)
 
-    threads = [threading.Thread(target=work, args=(slot,), name=f"kforge-suite-{slot.name}", daemon=True)
-               for slot in slots]
+    def work(runner: SlotRunner) -> None:
+        current: SlotRunner | None = runner
+        while current is not None and (item := next_problem()) is not None:
+            problem, tries = item
+            slot_name = current.name
+
+            def show(text: str, slot_name: str = slot_name, name: str = problem.name) -> None:
+                with progress.lock:
+                    progress.running[slot_name] = f"{name}: {text}"
+
+            try:
+                row = current.run(make_spec(problem), show)
+            except SlotLost as lost:
+                with progress.lock:
+                    progress.running.pop(slot_name, None)
+                if tries <= RETRIES:
+                    with queue_lock:
+                        queue.append((problem, tries + 1))
+                else:
+                    record(SuiteRow(problem=problem.name, path=str(problem.path), status="error", tries=tries,
+                                    device=slot_name, reason=f"{LOST}: its slot was lost twice ({lost})"), slot_name)
+                current = current.replacement()
+                continue
+            record(row.model_copy(update={"tries": max(row.tries, tries)}), slot_name)
+
+    threads = [threading.Thread(target=work, args=(runner,), name=f"kforge-suite-{runner.name}", daemon=True)
+               for runner in runners]
     for thread in threads:
         thread.start()
     while any(thread.is_alive() for thread in threads):
@@ -98,35 +162,32 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
     return [rows[problem.name] for problem in problems if problem.name in rows]
 
 
-def run_in_process(spec: TaskSpec, out: Path, slot: Slot, progress: SuiteProgress) -> SuiteRow:
-    """One task in a process of its own on `slot`, retried once if the process dies without a row."""
-    logs = out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log = logs / (spec.problem.replace(os.sep, "__") + ".log")
-    reason = ""
+def task_row(spec: TaskSpec, slot: Slot, log: Path, show: Callable[[str], None] | None = None) -> SuiteRow:
+    """Run `spec` in a process of its own with `slot`'s environment (its events go to `log`); retried once when the
+    process dies without a row, then a row saying so."""
+    code: int | None = None
     for attempt in range(1 + RETRIES):
         with tempfile.TemporaryDirectory(prefix="kforge-suite-") as scratch:
             spec_file, row_file = Path(scratch) / "spec.json", Path(scratch) / "row.json"
             spec_file.write_text(spec.model_dump_json())
-            code = _watch(spec, [sys.executable, "-m", "kforge.suite.task", str(spec_file), str(row_file), str(log)],
-                          slot, log, progress)
+            command = [sys.executable, "-m", "kforge.suite.task", str(spec_file), str(row_file), str(log)]
+            code = _watch(command, slot, log, show)
             if row_file.exists():
                 row = SuiteRow.model_validate_json(row_file.read_text())
                 return row.model_copy(update={"device": slot.name, "tries": attempt + 1})
-        reason = f"its process ended with status {code} before writing a result (log: {log})"
-    return SuiteRow(problem=spec.problem, path=spec.path, status="error", reason=reason, device=slot.name,
-                    tries=1 + RETRIES)
+    return SuiteRow(problem=spec.problem, path=spec.path, status="error", device=slot.name, tries=1 + RETRIES,
+                    reason=f"{LOST} with status {code} before writing a result (log: {log})")
 
 
-def _watch(spec: TaskSpec, command: list[str], slot: Slot, log: Path, progress: SuiteProgress) -> int:
-    """Run the task's process to its end, keeping the slot's line of the live view up to date."""
+def _watch(command: list[str], slot: Slot, log: Path, show: Callable[[str], None] | None) -> int:
+    """Run the task's process to its end, passing its last event to `show` as it goes."""
     env = {**os.environ, **slot.environment}
     with open(log, "a") as errors:
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=errors, preexec_fn=_die_with_parent)
         while process.poll() is None:
-            with progress.lock:
-                progress.running[slot.name] = f"{spec.problem}: {_last_line(log)}"
+            if show:
+                show(_last_line(log))
             time.sleep(0.5)
     return process.returncode
 
@@ -149,7 +210,7 @@ def _finished(row: SuiteRow | None, problem: FoundProblem) -> bool:
     from kforge.problem import source_hash
 
     unchanged = not row.problem_hash or row.problem_hash == source_hash(problem.path.read_text())
-    return unchanged and not row.reason.startswith("its process ended")
+    return unchanged and not row.reason.startswith(LOST)
 
 
 def finish(rows: Iterable[SuiteRow], out: Path) -> Summary:
