@@ -99,3 +99,16 @@ def test_rounds_are_an_option_and_must_be_at_least_one() -> None:
     assert record["correct"] is True and record["eager_ms"] > 0 and record["speedup_vs_eager"] > 0
     refused = kforge("eval", PROBLEMS / "leaky_scale.py", honest, *FAST, "--rounds", "0")
     assert refused.returncode == 2 and "rounds" in refused.stderr.lower()
+
+
+def test_a_model_that_cannot_work_is_bad_input_and_records_no_run(tmp_path) -> None:
+    db = tmp_path / "runs.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "KFORGE_"))}
+    for model, said in (("nonsense", "expected PROVIDER:MODEL"), ("openai:gpt-4o", "no API key; set OPENAI_API_KEY")):
+        result = subprocess.run([sys.executable, "-m", "kforge", "optimize", str(PROBLEMS / "leaky_scale.py"),
+                                 "--platform", "cpu", "--model", model, "--db", str(db)], capture_output=True,
+                                text=True, timeout=300, env={**env, "COLUMNS": "200"})
+        assert result.returncode == 2, result.stderr
+        assert said in result.stderr and "Traceback" not in result.stderr
+    listed = kforge("runs", "--db", db)
+    assert listed.returncode == 0 and "optimize" not in listed.stdout  # no run left 'running' forever

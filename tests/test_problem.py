@@ -166,3 +166,18 @@ def test_inputs_drawn_on_the_gpu_are_reproducible() -> None:
     again = problem.inputs(11, device=torch.device("cuda"))[0]
     other = problem.inputs(12, device=torch.device("cuda"))[0]
     assert first.is_cuda and torch.equal(first, again) and not torch.equal(first, other)
+
+
+KERNELLESS = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" \
+             "        return torch.empty_like(x)\n"
+
+
+def test_a_candidate_without_a_kernel_takes_the_language_of_the_platform_it_runs_on() -> None:
+    from kforge.problem import Solution
+
+    assert Solution.from_source(KERNELLESS, default="cuda").language == "cuda"
+    assert Solution.from_source(KERNELLESS).language == "cpp"
+    assert Solution.from_source(KERNELLESS, "triton").language == "triton"  # a language given is kept
+    extension = "from torch.utils.cpp_extension import load_inline\n" + KERNELLESS
+    assert Solution.from_source(extension, default="cuda").language == "cpp"
+    assert Solution.from_source("import triton\n" + KERNELLESS, default="cuda").language == "triton"

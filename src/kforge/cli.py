@@ -230,7 +230,6 @@ def optimize_command(
         with Store(settings.db_path) as store:
             if resume is not None:
                 request = resume_request(store, resume, eval_options)
-                store.resume_run(resume)
                 run_id = resume
             else:
                 if problem is None:
@@ -246,8 +245,12 @@ def optimize_command(
                     temperature=settings.temperature, builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm)
                 if request.model == BUILTIN:
                     check_builtin(request)  # a problem it cannot lower ends here, before a run is recorded
+            chat = _chat_model(request, settings)  # a model that cannot be used ends here too
+            if resume is None:
                 run_id = start_run(store, request)
-            _run_and_report(store, run_id, request, settings, out_file)
+            else:
+                store.resume_run(resume)
+            _run_and_report(store, run_id, request, chat, out_file, settings)
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
             SandboxUnavailable) as exc:
         _bad_input(str(exc), False)
@@ -256,15 +259,27 @@ def optimize_command(
         raise typer.Exit(EXIT_NOT_CORRECT) from None
 
 
-def _run_and_report(store: Any, run_id: int, request: Any, settings: Any, out_file: Path | None) -> None:
+def _chat_model(request: Any, settings: Any) -> Any:
+    """The request's chat model (None for the builtin engine); a model name or key that cannot work is bad input,
+    said before any run is recorded."""
+    from kforge.llm import LLMError
+    from kforge.pipelines.request import BUILTIN
+
+    if request.model == BUILTIN:
+        return None
+    try:
+        return settings.model_copy(update={"model": request.model}).chat_model()
+    except LLMError as exc:
+        _bad_input(str(exc), False)
+
+
+def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: Path | None, settings: Any) -> None:
     """Run the request with live progress, print its attempts and its best, write the best to `out_file`."""
     from kforge.pipelines.events import Event
     from kforge.pipelines.optimize import run_request
-    from kforge.pipelines.request import BUILTIN
     from kforge.reports import attempts_table, best_line, costs_line
     from kforge.reports.trial_tree import trial_tree
 
-    chat = None if request.model == BUILTIN else settings.model_copy(update={"model": request.model}).chat_model()
     err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) with {request.model}",
               highlight=False)
     with err.status("starting", spinner="dots") as status:

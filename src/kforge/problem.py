@@ -234,9 +234,10 @@ class Solution:
 
     @classmethod
     def from_source(cls, source: str, language: str | None = None, name: str = "the solution",
-                    path: Path | None = None) -> Solution:
-        """Check `source` parses and defines ModelNew, and settle its language (inferred when not given);
-        SolutionError with a one-line reason otherwise. `name` is how the message calls it."""
+                    path: Path | None = None, default: str = "cpp") -> Solution:
+        """Check `source` parses and defines ModelNew, and settle its language: `language` when given, else the
+        one its kernel is written in, else (no kernel at all) `default`, the platform's own. SolutionError with a
+        one-line reason otherwise. `name` is how the message calls it."""
         try:
             tree = ast.parse(source, filename=name)
         except SyntaxError as exc:
@@ -244,22 +245,24 @@ class Solution:
         if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
             raise SolutionError(f"{name} defines no class ModelNew at module level")
         if language is None:
-            language = infer_language(tree)
+            language = infer_language(tree) or default
         elif language not in LANGUAGES:
             raise SolutionError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
         return cls(source=source, language=language, path=path)
 
 
-def load_solution(path: str | Path, language: str | None = None) -> Solution:
-    """Read a solution file, check it parses and defines ModelNew, and settle its language."""
+def load_solution(path: str | Path, language: str | None = None, default: str = "cpp") -> Solution:
+    """Read a solution file, check it parses and defines ModelNew, and settle its language (Solution.from_source)."""
     path = Path(path)
     if not path.is_file():
         raise SolutionError(f"solution file not found: {path}")
-    return Solution.from_source(path.read_text(), language, name=f"solution {path.name}", path=path.resolve())
+    return Solution.from_source(path.read_text(), language, name=f"solution {path.name}", path=path.resolve(),
+                                default=default)
 
 
-def infer_language(tree: ast.Module) -> str:
-    """Triton if it imports triton, CUDA if it passes cuda_sources, otherwise C++."""
+def infer_language(tree: ast.Module) -> str | None:
+    """Triton if it imports triton, CUDA if it passes cuda_sources, C++ if it builds an extension; None for a
+    candidate with no kernel at all (it only calls PyTorch): the platform it runs on decides its language."""
     names: set[str] = set()
     keywords: set[str] = set()
     for node in ast.walk(tree):
@@ -273,7 +276,20 @@ def infer_language(tree: ast.Module) -> str:
         return "triton"
     if "cuda_sources" in keywords:
         return "cuda"
-    return "cpp"
+    if "cpp_sources" in keywords or "cpp_extension" in names or _calls_extension_loader(tree):
+        return "cpp"
+    return None
+
+
+def _calls_extension_loader(tree: ast.Module) -> bool:
+    """Whether the source names torch.utils.cpp_extension or calls load_inline / load_library."""
+    for node in ast.walk(tree):
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        if name in ("cpp_extension", "load_inline", "load_library"):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and "cpp_extension" in node.module:
+            return True
+    return False
 
 
 def _moved(value: Any, device: torch.device) -> Any:

@@ -144,17 +144,18 @@ def as_problem(problem: ProblemInput, check_runs: bool = True) -> Problem:
     return problem if isinstance(problem, Problem) else load_problem(problem, check_runs=check_runs)
 
 
-def as_solution(solution: SolutionInput, language: str | None) -> Solution:
-    """`solution` itself when given as one, else the file read; a path's language is `language` or inferred."""
-    return solution if isinstance(solution, Solution) else load_solution(solution, language)
+def as_solution(solution: SolutionInput, language: str | None, default: str = "cpp") -> Solution:
+    """`solution` itself when given as one, else the file read; a file's language is `language`, else its
+    kernel's, else (no kernel) `default`."""
+    return solution if isinstance(solution, Solution) else load_solution(solution, language, default)
 
 
 def _context(problem: ProblemInput, solution: SolutionInput, options: EvalOptions, progress: Progress,
              pool: WorkerPool | None, check_runs: bool) -> _Context:
     """Load what an evaluation or a profile needs; ProblemError, SolutionError or PlatformError for bad input."""
     loaded_problem = as_problem(problem, check_runs=check_runs)
-    loaded_solution = as_solution(solution, options.language)
     platform = get_platform(options.platform)
+    loaded_solution = as_solution(solution, options.language, default=platform.languages[0])
     if loaded_solution.language not in platform.languages:
         raise SolutionError(f"platform {platform.name} does not run {loaded_solution.language} candidates "
                             f"(it runs {', '.join(platform.languages)})")
