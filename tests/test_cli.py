@@ -112,3 +112,68 @@ def test_a_model_that_cannot_work_is_bad_input_and_records_no_run(tmp_path) -> N
         assert said in result.stderr and "Traceback" not in result.stderr
     listed = kforge("runs", "--db", db)
     assert listed.returncode == 0 and "optimize" not in listed.stdout  # no run left 'running' forever
+
+
+def test_a_model_that_stops_answering_loses_nothing_judged(tmp_path) -> None:
+    # The builtin engine finds a correct kernel first; then the model's server is unreachable. The kernel is
+    # written, the run ends with its reason, and the last line says how to resume.
+    db, out = tmp_path / "runs.db", tmp_path / "best.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "KFORGE_"))}
+    env.update({"OPENAI_API_KEY": "sk-test-not-real", "KFORGE_RETRIES": "0", "COLUMNS": "200"})
+    if "KFORGE_CACHE_DIR" in os.environ:
+        env["KFORGE_CACHE_DIR"] = os.environ["KFORGE_CACHE_DIR"]
+    result = subprocess.run([sys.executable, "-m", "kforge", "optimize", str(PROBLEMS / "engine" / "channel_gate.py"),
+                             "--platform", "cpu", "--model", "openai:gpt-test", "--base-url", "http://127.0.0.1:9/v1",
+                             "--db", str(db), "--out", str(out), "--baseline", "eager", "--rep-ms", "50"],
+                            capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert out.exists() and "class ModelNew" in out.read_text()
+    assert "stopped: the model failed" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(f"resume with: kforge optimize --resume 1 --db {db}")
+    said = [line for line in result.stderr.splitlines() if " (generate): correct" in line]
+    assert len([line for line in said if "judged before" not in line]) == 1  # said once, then only recalled
+    listed = kforge("runs", "--db", db)
+    assert "finished" in listed.stdout
+
+
+def test_runs_lists_how_each_ended_filters_by_status_and_rm_removes(tmp_path) -> None:
+    from kforge.store import Store
+
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        done = store.create_run(command="optimize", problem_path="/p/gemm.py", platform="cpu", language="cpp",
+                                model="builtin")
+        attempt = store.record_attempt(done.id, source="kernel", language="cpp", platform="cpu", made_by="builtin")
+        store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": 2.0, "speedup_vs_eager": 1.5,
+                                             "speedup_vs_compile": 0.8, "platform": "cpu", "language": "cpp",
+                                             "reason": "ok"})
+        store.finish_run(done.id, "finished", "finished 3 optimization rounds")
+        failed = store.create_run(command="optimize", problem_path="/p/scan.py", model="openai:m")
+        store.finish_run(failed.id, "failed", "openai:m: server error (HTTP 500)\nmore lines")
+    listed = kforge("runs", "--db", db, "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [row["run"] for row in rows] == [2, 1]
+    assert rows[1]["best_attempt"] == 1 and rows[1]["runtime_ms"] == 2.0 and rows[1]["speedup_vs_eager"] == 1.5
+    assert rows[0]["status"] == "failed" and rows[0]["stop_reason"] == "openai:m: server error (HTTP 500)"
+    only_failed = kforge("runs", "--db", db, "--json", "--status", "failed")
+    assert [json.loads(line)["run"] for line in only_failed.stdout.splitlines()] == [2]
+    assert kforge("runs", "--db", db, "--status", "nonsense").returncode == 2
+    table = subprocess.run([sys.executable, "-m", "kforge", "runs", "--db", str(db)], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "COLUMNS": "80"})
+    assert "failed: openai:m: server" in table.stdout.replace("\n", " ") or "failed:" in table.stdout
+    assert all(len(line) <= 80 for line in table.stdout.splitlines())
+    assert kforge("rm", "3", "--db", db).returncode == 2  # no such run: nothing removed
+    removed = kforge("rm", "2", "--db", db)
+    assert removed.returncode == 0 and "removed run 2" in removed.stdout
+    assert [json.loads(line)["run"] for line in kforge("runs", "--db", db, "--json").stdout.splitlines()] == [1]
+
+
+def test_min_speedup_counts_a_slow_best_as_not_successful_yet_writes_it(tmp_path) -> None:
+    out = tmp_path / "best.py"
+    result = subprocess.run([sys.executable, "-m", "kforge", "optimize", str(PROBLEMS / "engine" / "channel_gate.py"),
+                             "--platform", "cpu", "--model", "builtin", "--db", str(tmp_path / "runs.db"), "--out",
+                             str(out), "--baseline", "eager", "--rep-ms", "50", "--min-speedup", "1000"],
+                            capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "below --min-speedup" in result.stderr and "1000x asked" in result.stderr
+    assert out.exists()

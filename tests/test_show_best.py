@@ -66,3 +66,11 @@ def test_the_attempts_table_fits_80_columns_with_whole_figures(tmp_path: Path, w
     for figure in ("12.35 ms", "0.2945 ms", "105.26x", "1.56x", "builtin", "correct"):
         assert figure in text, text
     assert ("2.0k $0.012" in text) is with_llm
+
+
+def test_a_best_slower_than_a_baseline_is_said_plainly() -> None:
+    from kforge.reports import best_line
+
+    assert "SLOWER than PyTorch eager" in best_line(3, 1.2, vs_eager=0.89, vs_compile=1.4)
+    assert "SLOWER" not in best_line(3, 1.2, vs_eager=1.3, vs_compile=1.1)
+    assert "SLOWER than PyTorch eager and torch.compile" in best_line(3, 1.2, vs_eager=0.5, vs_compile=0.4)

@@ -208,6 +208,9 @@ def optimize_command(
     require_sandbox: Annotated[bool, typer.Option(
         "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox "
                                   "(default: go on, with a warning).")] = False,
+    min_speedup: Annotated[float | None, typer.Option(
+        help="Count the run as not successful (exit 1) when its best is not at least this many times faster "
+             "than PyTorch eager; the kernel is still written.")] = None,
 ) -> None:
     """Generate, verify and refine a kernel: the KForge loop, or the staged pipeline (--pipeline staged).
 
@@ -250,7 +253,7 @@ def optimize_command(
                 run_id = start_run(store, request)
             else:
                 store.resume_run(resume)
-            _run_and_report(store, run_id, request, chat, out_file, settings)
+            _run_and_report(store, run_id, request, chat, out_file, settings, db, min_speedup)
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
             SandboxUnavailable) as exc:
         _bad_input(str(exc), False)
@@ -273,23 +276,32 @@ def _chat_model(request: Any, settings: Any) -> Any:
         _bad_input(str(exc), False)
 
 
-def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: Path | None, settings: Any) -> None:
-    """Run the request with live progress, print its attempts and its best, write the best to `out_file`."""
+def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: Path | None, settings: Any,
+                    db: Path | None, min_speedup: float | None = None) -> None:
+    """Run the request with live progress, print its attempts and its best, write the best to `out_file`. Whatever
+    stops the run, the best correct kernel so far is written, and a run that can go on says how to resume it."""
     from kforge.pipelines.events import Event
     from kforge.pipelines.optimize import run_request
     from kforge.reports import attempts_table, best_line, costs_line
     from kforge.reports.trial_tree import trial_tree
 
+    resume = f"kforge optimize --resume {run_id}" + (f" --db {db}" if db else "")
     err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) with {request.model}",
               highlight=False)
-    with err.status("starting", spinner="dots") as status:
-        def on_event(event: Event) -> None:
-            status.update(event.text)
-            if event.lasting:
-                err.print(f"  {event.text}", highlight=False)
+    try:
+        with err.status("starting", spinner="dots") as status:
+            def on_event(event: Event) -> None:
+                status.update(event.text)
+                # On a terminal the spinner shows each step; elsewhere (a log, CI) each step is a line.
+                if event.lasting or (event.kind == "status" and not err.is_terminal):
+                    err.print(f"  {event.text}", highlight=False)
 
-        outcome = run_request(store, run_id, request, chat, settings.budget(), use_cache=not settings.no_cache,
-                              on_event=on_event)
+            outcome = run_request(store, run_id, request, chat, settings.budget(), use_cache=not settings.no_cache,
+                                  on_event=on_event)
+    except KeyboardInterrupt:
+        _write_best_so_far(store, run_id, out_file)
+        err.print(f"interrupted; everything judged is kept. Resume with: {resume}", highlight=False)
+        raise typer.Exit(130) from None
     out.print(attempts_table(store, run_id))
     tree = trial_tree(store, run_id)
     if tree is not None:
@@ -297,7 +309,10 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
     out.print(costs_line(store, run_id), highlight=False)
     result = outcome.result
     err.print(f"stopped: {result.stop_reason}", highlight=False)
+    can_go_on = result.stop_reason.startswith(("the model failed", "budget reached"))
     if result.best is None:
+        if can_go_on:
+            err.print(f"resume with: {resume}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
     verdict = result.best.verdict
     assert verdict is not None
@@ -313,6 +328,23 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
         err.print(f"[bold red]the best did not pass when judged again at the end:[/] {again.verdict}: "
                   f"{again.reason}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
+    if can_go_on:
+        err.print(f"the run stopped early; resume with: {resume}", highlight=False)
+    if min_speedup is not None and (shown.speedup_vs_eager or 0.0) < min_speedup:
+        achieved = "not timed" if shown.speedup_vs_eager is None else f"{shown.speedup_vs_eager:.2f}x"
+        err.print(f"[bold red]below --min-speedup:[/] the best is {achieved} vs eager, {min_speedup:g}x asked",
+                  highlight=False)
+        raise typer.Exit(EXIT_NOT_CORRECT)
+
+
+def _write_best_so_far(store: Any, run_id: int, out_file: Path | None) -> None:
+    """The run's best correct kernel so far, from the store, to `out_file` (a run cut short keeps its work)."""
+    best = store.best_attempt(run_id)
+    if out_file is None or best is None:
+        return
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    out_file.write_text(best.attempt.source)
+    err.print(f"wrote the best so far (attempt {best.attempt.id}) to {out_file}", highlight=False, soft_wrap=True)
 
 
 @app.command("suite")
@@ -411,15 +443,45 @@ def _with_progress(run: Any) -> Any:
 def runs_command(
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Show at most this many runs.")] = 20,
+    status: Annotated[str | None, typer.Option(help="Only runs with this status: running, finished, failed, "
+                                                    "interrupted.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run, one per line.")] = False,
 ) -> None:
-    """List recorded runs, newest first."""
+    """List recorded runs, newest first: how each ended, and its best kernel's runtime and speedups."""
     from kforge.config import ConfigError, load_settings
-    from kforge.reports import runs_table
+    from kforge.reports import run_summary, runs_table
+    from kforge.store import RUN_STATUSES, Store, StoreError
+
+    if status is not None and status not in RUN_STATUSES:
+        _bad_input(f"unknown status {status!r}; choose one of {', '.join(RUN_STATUSES)}", as_json)
+    try:
+        with Store(load_settings({"db": db}).db_path) as store:
+            rows = [run_summary(store, run) for run in store.list_runs(limit=limit, status=status)]  # type: ignore[arg-type]
+    except (ConfigError, StoreError) as exc:
+        _bad_input(str(exc), as_json)
+    if as_json:
+        sys.stdout.write("".join(json.dumps(row) + "\n" for row in rows))
+    else:
+        out.print(runs_table(rows))
+
+
+@app.command("rm")
+def rm_command(
+    run_ids: Annotated[list[int], typer.Argument(help="The runs to remove, with everything recorded with them.")],
+    db: DbOption = None,
+) -> None:
+    """Remove runs from the store (their attempts, evaluations, model calls and profiles too)."""
+    from kforge.config import ConfigError, load_settings
     from kforge.store import Store, StoreError
 
     try:
         with Store(load_settings({"db": db}).db_path) as store:
-            out.print(runs_table(store.list_runs(limit=limit)))
+            missing = [run_id for run_id in run_ids if store.get_run(run_id) is None]
+            if missing:
+                _bad_input(f"no run {', '.join(map(str, missing))} in the store (nothing was removed)", False)
+            for run_id in run_ids:
+                store.delete_run(run_id)
+                out.print(f"removed run {run_id}", highlight=False)
     except (ConfigError, StoreError) as exc:
         _bad_input(str(exc), False)
 

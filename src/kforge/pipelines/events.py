@@ -8,7 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-EventKind = Literal["status", "attempt", "round", "stage", "analysis", "plan"]
+# status: a passing step ('evaluating attempt 4'); stream: a model's reply growing ('model writing: 1200
+# characters'); the others are lasting lines, by what they report.
+EventKind = Literal["status", "stream", "attempt", "round", "stage", "analysis", "plan"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class Event:
     @property
     def lasting(self) -> bool:
         """Worth a line of its own in a log, not only a passing status."""
-        return self.kind != "status"
+        return self.kind not in ("status", "stream")
 
     def __str__(self) -> str:
         return self.text

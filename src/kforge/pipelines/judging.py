@@ -104,7 +104,7 @@ class AttemptJudge:
         outcome = AttemptOutcome.of(verdict)
         note = "" if outcome == AttemptOutcome.CORRECT else verdict_feedback(verdict)
         return self._report(AttemptRecord(attempt.id, where.phase, where.round, outcome, source, verdict, note,
-                                          **(tokens or {}), stage=where.stage))
+                                          **(tokens or {}), stage=where.stage), again=stored is not None)
 
     def _without_hardware(self, source: str, where: Lineage, outcome: AttemptOutcome, evaluation: dict[str, Any],
                           note: str, tokens: dict[str, Any]) -> AttemptRecord:
@@ -123,12 +123,17 @@ class AttemptJudge:
                                          platform=self.target.platform, made_by=f"{where.made_by}:{where.phase}",
                                          round=where.round, parent_attempt_id=where.parent, stage=where.stage)
 
-    def _report(self, record: AttemptRecord) -> AttemptRecord:
+    def _report(self, record: AttemptRecord, again: bool = False) -> AttemptRecord:
+        """Keep `record`, and say how it went: a line of its own, or only a passing status for an attempt judged
+        before (a resumed run, or the engine's kernel the model starts from), whose line was said then."""
         self.on_record(record)
         runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
         stage = f" {record.stage}" if record.stage else ""
-        self.say.line("attempt",
-                      f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}")
+        text = f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}"
+        if again:
+            self.say(f"{text} (judged before)")
+        else:
+            self.say.line("attempt", text)
         return record
 
 

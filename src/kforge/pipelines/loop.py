@@ -22,6 +22,7 @@ from kforge.agents.analyst import AnalystAgent
 from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, Proposal
 from kforge.llm.budget import BudgetExceeded
+from kforge.llm.errors import LLMError
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.store import Store
@@ -78,6 +79,8 @@ class KForgeLoop:
             self._optimization_pass()
         except BudgetExceeded as exc:
             self.result.stop_reason = f"budget reached: {exc}"
+        except LLMError as exc:  # the model failed for good (retries spent): what was judged stays
+            self.result.stop_reason = f"the model failed: {exc}"
         return self.result
 
     # ---- passes ------------------------------------------------------------------------------------------
@@ -171,4 +174,4 @@ class _StreamCounter:
             self.reported = self.characters
             count = self.characters
         plural = f" ({self.replies} replies)" if self.replies > 1 else ""
-        self.say(f"model writing{plural}: {count} characters")
+        self.say.line("stream", f"model writing{plural}: {count} characters")

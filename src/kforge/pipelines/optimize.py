@@ -74,7 +74,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
                                 request.temperature)
     analyst = AnalystAgent(recording, target, problem.source, request.send_images, temperature=request.temperature)
     options = request.evaluation_options()
-    with WorkerPool(spares=1) as pool, _marking_status(store, run_id):
+    with WorkerPool(spares=1) as pool, _marking_status(store, run_id) as ending:
         evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
         profiler = _candidate_profiler(problem, options, pool, store, on_event)
         staged = request.pipeline == "staged"
@@ -88,21 +88,32 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
         else:
             result = loop.run(_builtin_start(problem, request, store, run_id, evaluator, on_event))
         confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
+        ending.reason = result.stop_reason
     return OptimizeOutcome(run_id, result, confirmation)
 
 
+@dataclass
+class _Ending:
+    reason: str = ""  # why the run stopped, set by the block when it completes
+
+
 @contextmanager
-def _marking_status(store: Store, run_id: int) -> Iterator[None]:
-    """Mark the run finished when the block completes, interrupted on Ctrl-C, failed on anything else."""
-    status = "failed"
+def _marking_status(store: Store, run_id: int) -> Iterator[_Ending]:
+    """Mark the run finished (with the pipeline's stop reason) when the block completes, interrupted on Ctrl-C,
+    failed with the error's first line on anything else."""
+    ending = _Ending()
+    status, reason = "failed", "stopped by an error"
     try:
-        yield
-        status = "finished"
+        yield ending
+        status, reason = "finished", ending.reason
     except KeyboardInterrupt:
-        status = "interrupted"
+        status, reason = "interrupted", "interrupted (Ctrl-C)"
+        raise
+    except Exception as exc:
+        reason = str(exc).strip() or type(exc).__name__
         raise
     finally:
-        store.finish_run(run_id, status)  # type: ignore[arg-type]
+        store.finish_run(run_id, status, reason)  # type: ignore[arg-type]
 
 
 def _settle_best(store: Store, run_id: int, result: LoopResult | StagedResult, problem: Problem,
@@ -128,13 +139,14 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
     """Run (or resume) the builtin engine for `run_id` (no LLM); LoweringError when it cannot lower the problem."""
     problem = load_problem(request.problem)
     options = request.evaluation_options()
-    with WorkerPool(spares=1) as pool, _marking_status(store, run_id):
+    with WorkerPool(spares=1) as pool, _marking_status(store, run_id) as ending:
         evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, on_event))
         tuning = TuneSettings(budget_s=request.time_budget_s) if request.time_budget_s else None
         result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes, settings=tuning)
         confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
+        ending.reason = result.stop_reason
     return OptimizeOutcome(run_id, result, confirmation)
 
 

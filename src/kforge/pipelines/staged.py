@@ -31,6 +31,7 @@ from kforge.engine.capture import LoweringError
 from kforge.knowledge import Retrieval
 from kforge.knowledge.stages import STAGES
 from kforge.llm.budget import BudgetExceeded
+from kforge.llm.errors import LLMError
 from kforge.pipelines.cover import Cover, StageResult
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
@@ -106,6 +107,8 @@ class StagedPipeline:
                 self._stages(start)
         except BudgetExceeded as exc:
             self.result.stop_reason = f"budget reached: {exc}"
+        except LLMError as exc:  # the model failed for good (retries spent): what was judged stays
+            self.result.stop_reason = f"the model failed: {exc}"
         return self.result
 
     def _start(self, source: str | None) -> AttemptRecord | None:

@@ -8,10 +8,11 @@ from kforge.reports.tables import (
     costs_line,
     export_run,
     run_record,
+    run_summary,
     runs_table,
     stored_best_line,
 )
 from kforge.reports.trial_tree import stage_gains, trial_tree
 
-__all__ = ["attempts_table", "best_line", "confirmation_of", "costs_line", "export_run", "run_record", "runs_table",
-           "stage_gains", "stored_best_line", "trial_tree"]
+__all__ = ["attempts_table", "best_line", "confirmation_of", "costs_line", "export_run", "run_record", "run_summary",
+           "runs_table", "stage_gains", "stored_best_line", "trial_tree"]

@@ -16,15 +16,38 @@ def _fmt(value: float | None, unit: str = "", digits: str = ".4g") -> str:
     return "-" if value is None else f"{value:{digits}}{unit}"
 
 
-def runs_table(runs: list[Run]) -> Table:
-    table = Table(title="kforge runs")
-    for column in ("run", "created", "status", "command", "problem", "target", "model"):
-        table.add_column(column)
-    for run in runs:
-        target = f"{run.platform or '-'}/{run.language or '-'}"
-        problem = Path(run.problem_path).parent.name + "/" + Path(run.problem_path).name if run.problem_path else "-"
-        table.add_row(str(run.id), run.created.strftime("%Y-%m-%d %H:%M"), run.status, run.command, problem, target,
-                      run.model or "-")
+def run_summary(store: Store, run: Run) -> dict[str, Any]:
+    """One run as `kforge runs --json` gives it: what it was, how it ended, and its best with its figures (those of
+    the end-of-run confirmation when there was one, which timed the reference beside it)."""
+    best = store.best_attempt(run.id)
+    figures: dict[str, Any] = {"runtime_ms": None, "speedup_vs_eager": None, "speedup_vs_compile": None}
+    if best is not None:
+        confirmed = confirmation_of(store, run.id, best.attempt.id)
+        source = confirmed if confirmed is not None and confirmed.correct else best.evaluation
+        figures = {"runtime_ms": source.runtime_ms, "speedup_vs_eager": source.speedup_vs_eager,
+                   "speedup_vs_compile": source.speedup_vs_compile}
+    return {"run": run.id, "created": run.created.isoformat(timespec="seconds"), "status": run.status,
+            "stop_reason": run.stop_reason, "command": run.command, "problem": run.problem_path,
+            "platform": run.platform, "language": run.language, "model": run.model,
+            "best_attempt": best.attempt.id if best else None, **figures}
+
+
+def runs_table(rows: list[dict[str, Any]]) -> Table:
+    """The runs of `run_summary`, sized for an 80-column terminal: figures never wrap, names and reasons fold."""
+    table = Table(title="kforge runs", show_edge=False)
+    for column, width in (("run", None), ("when", None), ("status", 8), ("problem", 10), ("model", 7),
+                          ("best", None), ("×eager\n/compile", None)):
+        text = width is not None
+        table.add_column(column, justify="left" if text else "right", no_wrap=not text, overflow="fold",
+                         min_width=width)
+    for row in rows:
+        status = row["status"] + (f": {row['stop_reason']}" if row["stop_reason"] and row["status"] != "finished"
+                                  else "")
+        problem = Path(row["problem"]).stem if row["problem"] else "-"
+        model = str(row["model"] or "-").split(":", 1)[-1]
+        speedups = f"{_fmt(row['speedup_vs_eager'], 'x', '.2f')}/{_fmt(row['speedup_vs_compile'], 'x', '.2f')}"
+        table.add_row(str(row["run"]), row["created"][5:16].replace("T", " "), status, problem, model,
+                      _fmt(row["runtime_ms"], " ms"), speedups)
     return table
 
 
@@ -86,6 +109,10 @@ def best_line(attempt_id: int | None, runtime_ms: float | None, vs_eager: float 
         line += f", {vs_compile:.2f}x vs torch.compile"
     if confirmed:
         line += " (judged again at the end, timed in turn with the reference)"
+    slower = [name for name, value in (("PyTorch eager", vs_eager), ("torch.compile", vs_compile))
+              if value is not None and value < 1.0]
+    if slower:
+        line += f"; SLOWER than {' and '.join(slower)}: the baseline is the better choice here"
     return line
 
 

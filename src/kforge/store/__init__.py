@@ -13,6 +13,7 @@ from kforge.store.database import Store
 from kforge.store.errors import StoreError
 from kforge.store.paths import default_db_path
 from kforge.store.records import (
+    RUN_STATUSES,
     Attempt,
     Evaluation,
     LLMCall,
@@ -28,6 +29,7 @@ from kforge.store.records import (
 from kforge.store.schema import SCHEMA_VERSION
 
 __all__ = [
+    "RUN_STATUSES",
     "SCHEMA_VERSION",
     "Attempt",
     "Evaluation",

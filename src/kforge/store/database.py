@@ -115,16 +115,24 @@ class Store:
         )
         return self._get_run(row_id)
 
-    def finish_run(self, run_id: int, status: RunStatus = "finished") -> Run:
-        """Mark a run as ended: `finished`, `failed` or `interrupted`."""
+    def finish_run(self, run_id: int, status: RunStatus = "finished", reason: str | None = None) -> Run:
+        """Mark a run as ended: `finished`, `failed` or `interrupted`, with why (one line)."""
         if status not in RUN_STATUSES or status == "running":
             raise ValueError(f"a run ends as finished, failed or interrupted, not {status!r}")
-        self._update_run(run_id, "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, _now()))
+        line = (reason or "").strip().splitlines()[0][:300] if reason and reason.strip() else None
+        self._update_run(run_id, "UPDATE runs SET status = ?, finished = ?, stop_reason = ? WHERE id = ?",
+                         (status, _now(), line))
         return self._get_run(run_id)
+
+    def delete_run(self, run_id: int) -> None:
+        """Remove a run and everything recorded with it (attempts, evaluations, model calls, profiles, stages)."""
+        self._get_run(run_id)  # StoreError when there is no such run
+        self._update_run(run_id, "DELETE FROM runs WHERE id = ?", ())
 
     def resume_run(self, run_id: int) -> Run:
         """Mark an ended (or crashed) run as running again, keeping everything it recorded."""
-        self._update_run(run_id, "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", ())
+        self._update_run(run_id, "UPDATE runs SET status = 'running', finished = NULL, stop_reason = NULL "
+                                 "WHERE id = ?", ())
         return self._get_run(run_id)
 
     def record_baselines(self, run_id: int, baselines: Mapping[str, Any]) -> Run:

@@ -34,6 +34,7 @@ class Run:
     best_attempt_id: int | None = None  # the attempt the run's pipeline chose (Store.record_best)
     # The best judged again when the run ended: {"attempt_id": ..., "verdict": ...} (Store.record_confirmation)
     confirmation: dict[str, Any] | None = None
+    stop_reason: str | None = None  # why it ended (Store.finish_run), None while it runs
 
 
 @dataclass(frozen=True, slots=True)

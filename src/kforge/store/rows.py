@@ -30,6 +30,7 @@ def run_from(r: sqlite3.Row) -> Run:
         baselines=json.loads(r["baselines_json"]) if r["baselines_json"] else None,
         best_attempt_id=r["best_attempt_id"],
         confirmation=json.loads(r["confirmation_json"]) if r["confirmation_json"] else None,
+        stop_reason=r["stop_reason"],
     )
 
 

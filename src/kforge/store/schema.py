@@ -111,6 +111,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN confirmation_json TEXT;
     """,
+    # 7: why a run ended ("no API key", "budget reached: ...", "finished 3 optimization rounds").
+    """
+    ALTER TABLE runs ADD COLUMN stop_reason TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
