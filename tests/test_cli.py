@@ -177,3 +177,21 @@ def test_min_speedup_counts_a_slow_best_as_not_successful_yet_writes_it(tmp_path
     assert result.returncode == 1, result.stderr[-2000:]
     assert "below --min-speedup" in result.stderr and "1000x asked" in result.stderr
     assert out.exists()
+
+
+def test_commands_that_judge_nothing_never_import_torch(tmp_path) -> None:
+    # They answer in well under a second that way (the benchmark of that is `time kforge runs`); here, that torch
+    # stays out, which no machine's speed changes.
+    for arguments in (["--version"], ["--help"], ["runs", "--db", str(tmp_path / "r.db")],
+                      ["rm", "1", "--db", str(tmp_path / "r.db")], ["show", "1", "--db", str(tmp_path / "r.db")]):
+        code = (f"import sys\nfrom kforge.cli import app\ntry:\n    app({arguments!r})\nexcept SystemExit:\n    pass\n"
+                "print('TORCH' if 'torch' in sys.modules else 'NO TORCH')")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert result.stdout.strip().endswith("NO TORCH"), (arguments, result.stdout[-300:], result.stderr[-300:])
+
+
+def test_the_cli_default_of_timing_rounds_is_the_harness_default() -> None:
+    from kforge.cli import DEFAULT_TIMING_ROUNDS
+    from kforge.verify.evaluate import TimingSettings
+
+    assert TimingSettings().rounds == DEFAULT_TIMING_ROUNDS

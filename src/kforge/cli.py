@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from kforge import __version__
-from kforge.platforms import PlatformError
-from kforge.problem import ProblemError, SolutionError
-from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
-from kforge.verify.policy import Policy
-from kforge.verify.sandbox import SandboxUnavailable
-from kforge.verify.verdict import Verdict
+
+if TYPE_CHECKING:
+    from kforge.verify.verdict import Verdict
+
+# Nothing that imports torch is imported here: `--version`, `--help`, `runs`, `show` and `rm` answer without it.
+# Commands that judge or optimize import the harness when they start.
+DEFAULT_TIMING_ROUNDS = 3  # TimingSettings().rounds (tests/test_cli.py checks they agree)
 
 app = typer.Typer(
     help="kforge: fast kernels written by LLM agents, proven correct and fast on real hardware.",
@@ -64,7 +65,7 @@ def eval_command(
     rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
     rounds: Annotated[int, typer.Option(min=1, help=(
         "Rounds each measurement's timed calls are split into, taken in turn by the candidate and the "
-        "baselines, so that a slow stretch of the machine weighs on all of them alike."))] = TimingSettings().rounds,
+        "baselines, so that a slow stretch of the machine weighs on all of them alike."))] = DEFAULT_TIMING_ROUNDS,
     allow_vendor_gemm: Annotated[bool, typer.Option(
         help="Let the candidate call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN).")] = False,
     allow_op: Annotated[list[str] | None, typer.Option(help="Allow one more ATen operator, e.g. aten::mm.")] = None,
@@ -77,6 +78,11 @@ def eval_command(
 
     Exit status: 0 correct, 1 evaluated and not correct, 2 bad input.
     """
+    from kforge.platforms import PlatformError
+    from kforge.problem import ProblemError, SolutionError
+    from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
+    from kforge.verify.policy import Policy
+    from kforge.verify.sandbox import SandboxUnavailable
     policy = Policy(allow_ops=frozenset(allow_op or ()))
     if allow_vendor_gemm:
         policy = policy.allowing_vendor_gemm()
@@ -107,6 +113,7 @@ def eval_command(
 def _say_sandbox(required: bool) -> None:
     """One line when this machine cannot enforce the whole sandbox; with `required`, that is an error."""
     from kforge.verify.confine import probe
+    from kforge.verify.sandbox import SandboxUnavailable
 
     missing = probe()
     if not missing:
@@ -193,7 +200,7 @@ def optimize_command(
     rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
     timing_rounds: Annotated[int, typer.Option(min=1, help=(
         "Rounds each measurement's timed calls are split into, taken in turn with the baselines' "
-        "(see kforge eval --rounds)."))] = TimingSettings().rounds,
+        "(see kforge eval --rounds)."))] = DEFAULT_TIMING_ROUNDS,
     baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
     pipeline: Annotated[str, typer.Option(
         help="loop (KForge: generate, analyse, refine) or staged (Xe-Forge: analyzer, planner, stages).")] = "loop",
@@ -222,7 +229,11 @@ def optimize_command(
     from kforge.pipelines.loop import LoopSettings
     from kforge.pipelines.optimize import OptimizeError, StoreError, check_builtin, resume_request, start_run
     from kforge.pipelines.request import BUILTIN, build_request
+    from kforge.platforms import PlatformError
+    from kforge.problem import ProblemError, SolutionError
     from kforge.store import Store
+    from kforge.verify.evaluate import EvalOptions, TimingSettings
+    from kforge.verify.sandbox import SandboxUnavailable
 
     try:
         settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
@@ -380,6 +391,8 @@ def suite_command(
     from kforge.suite.ray_pool import RayUnavailable, ray_slots
     from kforge.suite.runner import LocalSlot, finish, run_suite, slots_for
     from kforge.suite.task import TaskSpec
+    from kforge.verify.evaluate import EvalOptions, TimingSettings
+    from kforge.verify.sandbox import SandboxUnavailable
 
     try:
         problems = find_problems(paths)
