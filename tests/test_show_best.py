@@ -74,3 +74,17 @@ def test_a_best_slower_than_a_baseline_is_said_plainly() -> None:
     assert "SLOWER than PyTorch eager" in best_line(3, 1.2, vs_eager=0.89, vs_compile=1.4)
     assert "SLOWER" not in best_line(3, 1.2, vs_eager=1.3, vs_compile=1.1)
     assert "SLOWER than PyTorch eager and torch.compile" in best_line(3, 1.2, vs_eager=0.5, vs_compile=0.4)
+
+
+def test_a_best_within_the_noise_of_others_says_so(tmp_path: Path) -> None:
+    from kforge.reports import stored_best_line
+
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize", platform="cpu", language="cpp", model="builtin")
+        for number, (runtime, iqr) in enumerate([(16.81, 2.0), (15.99, 0.9), (30.0, 0.5)]):
+            attempt = store.record_attempt(run.id, source=f"# {number}", language="cpp", platform="cpu",
+                                           made_by="builtin")
+            store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": runtime,
+                                                 "timing": {"iqr_ms": iqr}})
+        line = stored_best_line(store, run.id)
+    assert line.startswith("best: attempt 2, 15.99 ms") and line.endswith("; attempt 1 is within its noise")

@@ -293,7 +293,7 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
     stops the run, the best correct kernel so far is written, and a run that can go on says how to resume it."""
     from kforge.pipelines.events import Event
     from kforge.pipelines.optimize import run_request
-    from kforge.reports import attempts_table, best_line, costs_line
+    from kforge.reports import attempts_table, costs_line, stored_best_line
     from kforge.reports.trial_tree import trial_tree
 
     resume = f"kforge optimize --resume {run_id}" + (f" --db {db}" if db else "")
@@ -329,8 +329,7 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
     assert verdict is not None
     again = outcome.confirmation
     shown = again if again is not None and again.correct else verdict
-    out.print(best_line(result.best.attempt_id, shown.runtime_ms, shown.speedup_vs_eager, shown.speedup_vs_compile,
-                        confirmed=shown is again), highlight=False)
+    out.print(stored_best_line(store, run_id), highlight=False)  # the same line `kforge show` prints
     if out_file is not None:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         out_file.write_text(result.best.source)

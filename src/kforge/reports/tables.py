@@ -72,7 +72,9 @@ def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table
             _llm_usage(usage),
         ))
     with_llm = any(row[7] != "-" for row in rows)
-    table = Table(title=title or f"run {run_id}: attempts", show_edge=False)
+    table = Table(title=title or f"run {run_id}: attempts", show_edge=False,
+                  caption="× figures: provisional, each against the reference timed once for the run; the best's "
+                          "line below has it timed in turn with the reference", caption_justify="left")
     columns = ("#", "made by", "rnd", "outcome", "runtime", "×eager", "×compile", "LLM")
     for column in columns if with_llm else columns[:7]:
         text = column in ("made by", "outcome")
@@ -138,7 +140,34 @@ def stored_best_line(store: Store, run_id: int) -> str:
                      best.evaluation.speedup_vs_compile)
     if again is not None:
         line += f"; judged again at the end: {again.verdict}: {again.reason}"
-    return line
+    return line + _noise_note(store, run_id, best)
+
+
+def _noise_note(store: Store, run_id: int, best: Any) -> str:
+    """'; attempts 4 and 6 are within its noise' where other correct attempts' medians lie within the
+    best's or their own spread (half the interquartile range) of the best's: which of them is fastest is not
+    settled by the measurement."""
+    mine = best.evaluation.runtime_ms
+    if mine is None:
+        return ""
+    close = []
+    for attempt in store.attempts_of(run_id):
+        evaluation = store.evaluation_of(attempt.id)
+        if attempt.id == best.attempt.id or evaluation is None or evaluation.outcome != "correct" \
+                or evaluation.runtime_ms is None:
+            continue
+        spread = max(_half_iqr(best.evaluation.verdict), _half_iqr(evaluation.verdict))
+        if abs(evaluation.runtime_ms - mine) <= spread:
+            close.append(str(attempt.id))
+    if not close:
+        return ""
+    named = close[0] if len(close) == 1 else ", ".join(close[:-1]) + " and " + close[-1]
+    return f"; attempt{'s' if len(close) > 1 else ''} {named} {'are' if len(close) > 1 else 'is'} within its noise"
+
+
+def _half_iqr(verdict: dict[str, Any]) -> float:
+    timing = verdict.get("timing") or {}
+    return float(timing.get("iqr_ms") or 0.0) / 2
 
 
 def costs_line(store: Store, run_id: int) -> str:
