@@ -3,8 +3,9 @@ candidate code (see worker_start.py), so that they hold for everything the candi
 for every program it or its build starts.
 
 Four tools, each used where the kernel offers it, in this order:
-- a network namespace of its own (as root, or through a user namespace where those are allowed): nothing to
-  reach, not even the host's loopback;
+- namespaces of its own (as root, or through a user namespace where those are allowed): a network namespace,
+  with nothing to reach, not even the host's loopback; a process namespace with /proc mounted for it, where the
+  worker sees only its own processes and every process it starts dies with it;
 - every capability dropped, bounding set included, so that a worker run as root is an ordinary process;
 - Landlock: files (read, write, execute, device ioctls) only beneath the plan's paths, TCP bind and connect
   refused, abstract Unix sockets and signals scoped to the worker's own processes; Landlock also refuses
