@@ -31,13 +31,28 @@ def test_a_value_used_before_it_is_defined_is_refused() -> None:
                    nodes=(ir.Node("a", "exp", ("b",), (2,)), ir.Node("b", "exp", ("x",), (2,))), outputs=("a",))
 
 
-def test_unknown_ops_and_heavy_ops_in_the_epilogue_are_refused() -> None:
+def test_unknown_ops_and_heavy_ops_beside_program_heavy_are_refused() -> None:
     with pytest.raises(ir.IRError, match="unknown op"):
         ir.Program(inputs=(ir.TensorSpec("x", (2,)),), params=(), nodes=(ir.Node("a", "cumsum", ("x",), (2,)),),
                    outputs=("a",))
-    with pytest.raises(ir.IRError, match=r"belongs in Program\.heavy"):
-        ir.Program(inputs=(ir.TensorSpec("x", (2, 2)),), params=(),
-                   nodes=(ir.Node("a", "matmul", ("x", "x"), (2, 2)),), outputs=("a",))
+    with pytest.raises(ir.IRError, match=r"has no Program\.heavy"):
+        ir.Program(inputs=(ir.TensorSpec("x", (2, 2)),), params=(), heavy=ir.Node("h", "matmul", ("x", "x"), (2, 2)),
+                   nodes=(ir.Node("a", "matmul", ("h", "x"), (2, 2)),), outputs=("a",))
+
+
+def test_a_graph_program_holds_its_heavy_ops_among_its_nodes_and_hoists_a_lone_first_one() -> None:
+    x = ir.TensorSpec("x", (2, 2))
+    two = ir.Program(inputs=(x,), params=(), nodes=(ir.Node("a", "matmul", ("x", "x"), (2, 2)),
+                                                     ir.Node("b", "matmul", ("a", "x"), (2, 2))), outputs=("b",))
+    assert two.is_graph() and ir.hoist_heavy(two) is two
+    one = ir.Program(inputs=(x,), params=(), nodes=(ir.Node("a", "matmul", ("x", "x"), (2, 2)),
+                                                     ir.Node("b", "relu", ("a",), (2, 2))), outputs=("b",))
+    hoisted = ir.hoist_heavy(one)
+    assert hoisted.heavy is not None and hoisted.heavy.name == "a" and [n.name for n in hoisted.nodes] == ["b"]
+    assert not hoisted.is_graph()
+    late = ir.Program(inputs=(x,), params=(), nodes=(ir.Node("r", "relu", ("x",), (2, 2)),
+                                                      ir.Node("a", "matmul", ("r", "x"), (2, 2))), outputs=("a",))
+    assert ir.hoist_heavy(late) is late  # its operand is computed: a graph to partition
 
 
 def test_size_nodes_and_slices_that_end_at_them() -> None:

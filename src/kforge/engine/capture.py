@@ -157,8 +157,7 @@ class _Lowerer:
         self.shapes = shapes
         self.inputs: list[ir.TensorSpec] = []
         self.params: dict[str, ir.TensorSpec] = {}
-        self.nodes: list[ir.Node] = []
-        self.heavy: ir.Node | None = None
+        self.nodes: list[ir.Node] = []  # heavy ops among them: a graph, hoisted when it has one kernel's form
         self.env: dict[str, Any] = {}  # fx node name -> IR arg (a value name, a float) or a Python value
 
     # ---- results --------------------------------------------------------------------------------------------
@@ -169,8 +168,9 @@ class _Lowerer:
                 outputs = self._outputs(node.args[0])
             else:
                 self.env[node.name] = self._lower_node(node)
-        return ir.Program(inputs=tuple(self.inputs), params=tuple(self.params.values()), nodes=tuple(self.nodes),
-                          outputs=outputs, heavy=self.heavy)
+        graph = ir.Program(inputs=tuple(self.inputs), params=tuple(self.params.values()), nodes=tuple(self.nodes),
+                           outputs=outputs)
+        return ir.hoist_heavy(graph)
 
     def _outputs(self, result: Any) -> tuple[str, ...]:
         items = result if isinstance(result, (tuple, list)) else (result,)
@@ -203,12 +203,7 @@ class _Lowerer:
         if op in ir.LOGICAL_OPS and not all(self._is_mask(arg) for arg in args):
             raise cannot_lower(f"{op} (of values that are not masks)")
         node = ir.Node(fx_node.name, op, args, shape, dtype, ir.make_attrs(**attrs), static)
-        if op in ir.HEAVY_OPS:
-            if self.heavy is not None or self.nodes:
-                raise cannot_lower(f"{op} (only one GEMM or convolution, before the epilogue, is supported)")
-            self.heavy = node
-        else:
-            self.nodes.append(node)
+        self.nodes.append(node)
         return node.name
 
     def _scalar(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
@@ -476,7 +471,7 @@ class _Lowerer:
         return self._scalar(node, "size", (x,), dim=int(dim) % rank)
 
     def program_shape(self, name: str) -> ir.Shape:
-        for spec in (*self.inputs, *self.params.values(), *self.nodes, *((self.heavy,) if self.heavy else ())):
+        for spec in (*self.inputs, *self.params.values(), *self.nodes):
             if spec.name == name:
                 return spec.shape
         raise cannot_lower(f"the value {name} (unknown)", op=False)

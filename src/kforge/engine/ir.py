@@ -13,6 +13,10 @@ A `Program` is what capture produces, simplification rewrites and the backends (
   (`VIEW_OPS`) of inputs, params or the heavy output;
 - `outputs`: the names of the values `forward` returns, in order.
 
+That is a *single-kernel* program: one heavy op and what fuses after it. Capture may also produce a *graph*
+program (`is_graph()`): heavy ops among `nodes` (several GEMMs, or a GEMM after other work), to be cut into
+single-kernel programs by `engine/partition.py`.
+
 Every value has a unique name: an input's, a param's, or a node's (the heavy op is a node). A node's `args`
 are names of values or Python floats (scalar constants, broadcast everywhere). Shapes are those of the
 problem's main input set (`get_inputs()`); `static[d]` tells whether dim d has that size in every input set
@@ -163,6 +167,10 @@ class Program:
         """The heavy op (when there is one) followed by the epilogue."""
         return ((self.heavy,) if self.heavy else ()) + self.nodes
 
+    def is_graph(self) -> bool:
+        """Whether heavy ops sit among the nodes (a whole graph, to partition before any backend renders it)."""
+        return any(node.op in HEAVY_OPS for node in self.nodes)
+
     def users(self, name: str) -> list[Node]:
         return [node for node in (*self.prepared, *self.all_nodes()) if name in node.value_args]
 
@@ -175,7 +183,8 @@ class Program:
 
 
 def validate(program: Program) -> None:
-    """Raise IRError unless names are unique, defined before use, and ops are known."""
+    """Raise IRError unless names are unique, defined before use, ops are known, and heavy ops are either all
+    among the nodes (a graph) or one in `Program.heavy`."""
     defined: set[str] = set()
     for spec in (*program.inputs, *program.params):
         if spec.name in defined:
@@ -192,8 +201,9 @@ def validate(program: Program) -> None:
         for node in nodes:
             if node.op not in ALL_OPS:
                 raise IRError(f"unknown op {node.op!r} in node {node.name!r}")
-            if group == "epilogue" and node.op in HEAVY_OPS:
-                raise IRError(f"node {node.name!r}: a heavy op belongs in Program.heavy")
+            if group == "epilogue" and node.op in HEAVY_OPS and program.heavy is not None:
+                raise IRError(f"node {node.name!r}: a graph program (heavy ops among its nodes) has no "
+                              "Program.heavy")
             for arg in node.value_args:
                 if arg not in defined:
                     raise IRError(f"node {node.name!r} uses {arg!r} before it is defined")
@@ -211,6 +221,18 @@ def validate(program: Program) -> None:
 
 _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
                  "bfloat16": torch.bfloat16, "bool": torch.bool}
+
+
+def hoist_heavy(program: Program) -> Program:
+    """A graph program whose only heavy op comes first (reading inputs and params only) as a single-kernel
+    program with that op in `Program.heavy`; any other program unchanged."""
+    if program.heavy is not None:
+        return program
+    heavy = [node for node in program.nodes if node.op in HEAVY_OPS]
+    leaves = {spec.name for spec in (*program.inputs, *program.params)}
+    if len(heavy) != 1 or not all(arg in leaves for arg in heavy[0].value_args):
+        return program
+    return program.replace(heavy=heavy[0], nodes=tuple(node for node in program.nodes if node is not heavy[0]))
 
 
 def torch_dtype(dtype: str) -> torch.dtype:

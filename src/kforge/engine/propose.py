@@ -1,43 +1,98 @@
 """The engine as a proposer: a problem in, candidate solutions (one per tunable configuration) out.
 
-capture -> simplify -> the backend of the target language. Like the generation agent it only writes
-source text; every candidate is judged by the harness.
+capture -> simplify -> the backend of the target language. A forward that one kernel cannot compute (several
+GEMMs, reductions in a row, several outputs) is cut into kernels first (`partition`), each simplified and
+rendered by the backend, and the kernels' files joined into one (`compose`). Like the generation agent it only
+writes source text; every candidate is judged by the harness.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kforge.engine import cpp_backend, ir, triton_backend
 from kforge.engine.capture import LoweringError, capture
+from kforge.engine.compose import compose
+from kforge.engine.partition import Kernel, Partition, partition
 from kforge.engine.simplify import simplify
 from kforge.engine.triton_emit import Unsupported
 from kforge.engine.tune import Variant
 from kforge.problem import Problem
+
+Backend = Callable[..., list[tuple[dict[str, Any], str]]]
 
 
 @dataclass(frozen=True)
 class EngineCandidates:
     """The engine's answer for one problem: the program it lowered, and one candidate per configuration."""
 
-    program: ir.Program  # after simplification
+    program: ir.Program  # after simplification (a graph program, its notes per kernel, when it was partitioned)
     variants: tuple[Variant, ...]  # the backend's default configuration first
+    kernels: int = 1  # how many kernels each candidate runs in order
 
 
 def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: int = 3) -> EngineCandidates:
     """Candidates for `problem` in `language`; LoweringError (one line for the user) when it cannot."""
-    program = simplify(capture(problem).program)
+    backend = _backend(language)
+    captured = capture(problem).program
+    refusal: LoweringError | None = None
+    if not captured.is_graph():
+        program = simplify(captured)
+        try:
+            found = _rendered(backend, program, problem.source, vendor_gemm, limit)
+            return EngineCandidates(program, tuple(Variant(dict(config), source) for config, source in found))
+        except LoweringError as exc:
+            refusal = exc
+    parts = partition(captured)
+    if len(parts.kernels) < 2 and refusal is not None:
+        raise refusal  # one kernel after all: the single-kernel refusal says why
+    return _composed(parts, backend, problem.source, vendor_gemm, limit)
+
+
+def _backend(language: str) -> Backend:
+    if language == "cpp":
+        return cpp_backend.variants
+    if language == "triton":
+        return triton_backend.variants
+    raise LoweringError(f"builtin engine: no backend writes {language}; use --language cpp or triton, "
+                        "or configure a model with --model")
+
+
+def _rendered(backend: Backend, program: ir.Program, source: str, vendor_gemm: bool,
+              limit: int) -> list[tuple[dict[str, Any], str]]:
     try:
-        if language == "cpp":
-            found = cpp_backend.variants(program, problem.source, vendor_gemm=vendor_gemm, limit=limit)
-        elif language == "triton":
-            found = triton_backend.variants(program, problem.source, vendor_gemm=vendor_gemm, limit=limit)
-        else:
-            raise LoweringError(f"builtin engine: no backend writes {language}; use --language cpp or triton, "
-                                "or configure a model with --model")
+        return backend(program, source, vendor_gemm=vendor_gemm, limit=limit)
     except Unsupported as exc:
         message = str(exc)
         if not message.startswith("builtin engine"):
             message = f"builtin engine: {message}; configure a model with --model"
         raise LoweringError(message) from None
-    return EngineCandidates(program, tuple(Variant(dict(config), source) for config, source in found))
+
+
+def _composed(parts: Partition, backend: Backend, source: str, vendor_gemm: bool, limit: int) -> EngineCandidates:
+    """Candidates running `parts`' kernels in order: the k-th candidate takes each kernel's k-th configuration
+    (its last, where it has fewer), so the first is every kernel's default."""
+    simplified = Partition(parts.graph, tuple(Kernel(simplify(step.program)) if isinstance(step, Kernel) else step
+                                              for step in parts.steps))
+    per_kernel = [_rendered(backend, kernel.program, source, vendor_gemm, limit) for kernel in simplified.kernels]
+    notes = [f"partitioned into {len(per_kernel)} kernels: {simplified.summary()}"]
+    notes += [f"kernel {index + 1}: {note}" for index, kernel in enumerate(simplified.kernels)
+              for note in kernel.program.notes]
+    doc = "\n".join(["Generated by kforge's builtin engine (no LLM): the forward as "
+                     f"{len(per_kernel)} kernels run in order.", "", *notes])
+    variants: list[Variant] = []
+    seen: set[str] = set()
+    for choice in range(max(len(found) for found in per_kernel)):
+        picked = [found[min(choice, len(found) - 1)] for found in per_kernel]
+        text = compose(simplified, [solution for _, solution in picked], source, doc)
+        if text in seen:
+            continue
+        seen.add(text)
+        config = {f"kernel{index + 1}.{key}": value for index, (chosen, _) in enumerate(picked)
+                  for key, value in chosen.items()}
+        variants.append(Variant(config, text))
+        if len(variants) >= limit:
+            break
+    return EngineCandidates(parts.graph.replace(notes=tuple(notes)), tuple(variants), kernels=len(per_kernel))

@@ -1,0 +1,242 @@
+"""Composition: one solution file whose `ModelNew` runs a partition's kernels in order.
+
+Each kernel of a `Partition` is rendered by its backend as a whole solution file, as for a single-kernel
+problem. This module joins those files into one:
+
+- the reference's constructor once at the top, and one `_Reference` built once by `ModelNew`, handed to every
+  kernel (so every kernel reads the same parameters the harness seeded);
+- each kernel's own module-level code (Triton kernels, helpers) with its names suffixed `_k<i>`, and its
+  `ModelNew` as the class `_Kernel<i>`;
+- for C++, the kernels' sources joined into one extension (each in `namespace k<i>`, bound as `k<i>_<name>`),
+  so the compiler runs once for the whole forward;
+- `ModelNew.forward`: each step in order; views between kernels as `reshape`/`narrow` on their values.
+
+Intermediates are allocated by the kernel that writes them, per call (the framework's caching allocator reuses
+their memory across calls of the same shape); they are never an input's storage, except where a view of an
+input feeds a kernel that only reads it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import dataclass
+
+from kforge.engine.capture import cannot_lower
+from kforge.engine.construct import REFERENCE_CLASS, param_expression, reference_source
+from kforge.engine.cpp_backend import identifier
+from kforge.engine.partition import Kernel, Partition, ViewStep
+
+
+class CompositionError(RuntimeError):
+    """A kernel's file does not have the shape this module expects (an internal error, not the user's)."""
+
+
+@dataclass
+class _Piece:
+    """What one kernel's file contributes: its imports, its own code (renamed), and its C++ when it has any."""
+
+    imports: list[str]
+    code: str
+    cpp: str | None = None
+    functions: tuple[str, ...] = ()
+    load_call: ast.Call | None = None
+
+
+def compose(parts: Partition, sources: list[str], problem_source: str, doc: str) -> str:
+    """One solution file running `parts`' steps; `sources[i]` is the solution file of its i-th kernel."""
+    kernels = parts.kernels
+    if len(sources) != len(kernels):
+        raise CompositionError(f"{len(kernels)} kernels, {len(sources)} sources")
+    reference = reference_source(problem_source)
+    shared = {ast.dump(statement) for statement in ast.parse(reference).body}
+    pieces = [_piece(index, source, shared) for index, source in enumerate(sources)]
+    imports = list(dict.fromkeys(line for piece in pieces for line in piece.imports))
+    blocks = [f'"""{doc}\n"""', "\n".join(imports), "# ---- the reference's constructor, once: every kernel "
+              "reads the parameters it holds (it computes nothing) ----\n" + reference.strip()]
+    cpp = [piece for piece in pieces if piece.cpp is not None]
+    if cpp:
+        blocks.append(_joined_extension(cpp))
+    for index, (kernel, piece) in enumerate(zip(kernels, pieces, strict=True)):
+        blocks.append(f"# ---- kernel {index + 1} of {len(kernels)}: computes {kernel.output} ----\n"
+                      + piece.code.strip())
+    blocks.append(_model(parts))
+    return "\n\n\n".join(block for block in blocks if block) + "\n"
+
+
+# ---- one kernel's file ----------------------------------------------------------------------------------------
+
+def _piece(index: int, source: str, shared: set[str]) -> _Piece:
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    suffix = f"_k{index}"
+    own_names = _top_level_names(tree, shared)
+    piece = _Piece(imports=[], code="")
+    chunks: list[str] = []
+    start = 0
+    for position, statement in enumerate(tree.body):
+        chunk = "".join(lines[start:statement.end_lineno])
+        start = statement.end_lineno or start
+        if position == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the kernel's docstring
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            piece.imports.append(ast.unparse(statement))
+            continue
+        if ast.dump(statement) in shared:
+            continue
+        target = _assigned_name(statement)
+        if target == "_CPP":
+            piece.cpp = str(ast.literal_eval(statement.value))  # type: ignore[attr-defined]
+            continue
+        if target == "_ext":
+            piece.load_call = statement.value  # type: ignore[attr-defined]
+            piece.functions = _bound_functions(piece.load_call)
+            continue
+        if isinstance(statement, ast.ClassDef) and statement.name == "ModelNew":
+            chunk = _as_kernel_class(chunk, index)
+        chunks.append(chunk)
+    code = "".join(chunks)
+    for name in sorted(own_names - {"ModelNew", "_CPP", "_ext"}, key=len, reverse=True):
+        code = re.sub(rf"(?<![\w.]){re.escape(name)}\b", name + suffix, code)
+    for function in piece.functions:
+        code = re.sub(rf"\b_ext\.{re.escape(function)}\(", f"_ext.k{index}_{function}(", code)
+    piece.code = code
+    return piece
+
+
+def _top_level_names(tree: ast.Module, shared: set[str]) -> set[str]:
+    names = set()
+    for statement in tree.body:
+        if ast.dump(statement) in shared:
+            continue
+        if isinstance(statement, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            names.add(statement.name)
+        elif (target := _assigned_name(statement)) is not None:
+            names.add(target)
+    return names
+
+
+def _assigned_name(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
+            isinstance(statement.targets[0], ast.Name):
+        return statement.targets[0].id
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        return statement.target.id
+    return None
+
+
+def _bound_functions(call: ast.expr) -> tuple[str, ...]:
+    if not isinstance(call, ast.Call):
+        raise CompositionError("_ext is not a load_inline call")
+    for keyword in call.keywords:
+        if keyword.arg == "functions":
+            return tuple(str(name) for name in ast.literal_eval(keyword.value))
+    raise CompositionError("load_inline without functions")
+
+
+_KERNEL_CLASS_EDITS = (
+    ("class ModelNew(nn.Module):", "class _Kernel{index}(nn.Module):"),
+    ("def __init__(self, *args, **kwargs):", "def __init__(self, reference):"),
+    (f"self.reference = {REFERENCE_CLASS}(*args, **kwargs)", "self.reference = reference"),
+)
+
+
+def _as_kernel_class(chunk: str, index: int) -> str:
+    for old, new in _KERNEL_CLASS_EDITS:
+        if chunk.count(old) != 1:
+            raise CompositionError(f"a kernel's ModelNew does not contain {old!r} once")
+        chunk = chunk.replace(old, new.format(index=index))
+    return chunk
+
+
+# ---- one C++ extension for all kernels ------------------------------------------------------------------------
+
+def _joined_extension(pieces: list[_Piece]) -> str:
+    includes: list[str] = []
+    bodies: list[str] = []
+    bindings: list[str] = []
+    for index, piece in enumerate(pieces):
+        assert piece.cpp is not None
+        body = []
+        for line in piece.cpp.strip().splitlines():
+            if line.startswith("#include"):
+                includes.append(line)
+            else:
+                body.append(line)
+        bodies.append(f"namespace k{index} {{\n" + "\n".join(body).strip() + f"\n}}  // namespace k{index}")
+        bindings.extend(f'    m.def("k{index}_{name}", &k{index}::{name});' for name in piece.functions)
+    text = "\n".join(dict.fromkeys(includes)) + "\n\n" + "\n\n".join(bodies) + \
+        "\n\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "\n".join(bindings) + "\n}\n"
+    call = pieces[0].load_call
+    assert call is not None
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    keywords = []
+    for keyword in call.keywords:
+        if keyword.arg == "name":
+            keyword = ast.keyword("name", ast.Constant(f"kforge_builtin_{digest}"))
+        elif keyword.arg == "functions":
+            keyword = ast.keyword("functions", ast.Constant(None))
+        keywords.append(keyword)
+    load = ast.unparse(ast.Assign([ast.Name("_ext")], ast.Call(call.func, call.args, keywords), lineno=0))
+    return f'_CPP = r"""\n{text}"""\n\n{load}'
+
+
+# ---- the composed module --------------------------------------------------------------------------------------
+
+def _model(parts: Partition) -> str:
+    graph = parts.graph
+    inputs = {spec.name for spec in graph.inputs}
+    params = {spec.name for spec in graph.params}
+
+    def value(name: str) -> str:
+        if name in params:
+            return param_expression(name)
+        return identifier(name) if name in inputs else f"v_{identifier(name)}"
+
+    init = [f"        self.kernel_{index} = _Kernel{index}(self.reference)" for index in range(len(parts.kernels))]
+    body = []
+    index = 0
+    for step in parts.steps:
+        if isinstance(step, Kernel):
+            arguments = ", ".join(value(spec.name) for spec in step.program.inputs)
+            body.append(f"        {value(step.output)} = self.kernel_{index}.forward({arguments})")
+            index += 1
+        else:
+            body.append(f"        {value(step.output)} = {_view_expression(step, value(str(step.node.args[0])))}")
+    returned = ", ".join(value(name) for name in graph.outputs)
+    if len(graph.outputs) > 1:
+        returned = f"({returned})"
+    arguments = ", ".join(identifier(spec.name) for spec in graph.inputs)
+    return "\n".join([
+        "class ModelNew(nn.Module):",
+        "    def __init__(self, *args, **kwargs):",
+        "        super().__init__()",
+        f"        self.reference = {REFERENCE_CLASS}(*args, **kwargs)",
+        *init,
+        "",
+        f"    def forward(self, {arguments}):",
+        *body,
+        f"        return {returned}",
+    ])
+
+
+def _view_expression(step: ViewStep, source: str) -> str:
+    node = step.node
+    if node.op == "view":
+        sizes = [str(size) for size in node.shape]
+        dynamic = [dim for dim in range(len(node.shape)) if not node.is_static(dim)]
+        if len(dynamic) > 1:
+            raise cannot_lower("view (with more than one varying dim, between kernels)")
+        for dim in dynamic:
+            sizes[dim] = "-1"
+        return f"{source}.reshape({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
+    dim, start = node.attr("dim"), int(node.attr("start", 0))
+    if len(node.args) > 1:
+        raise cannot_lower("slice (ending at a run-time size, between kernels)")
+    stop = node.attr("stop")
+    end = f"{source}.size({dim})" if stop is None else f"min({int(stop)}, {source}.size({dim}))"
+    return f"{source}.narrow({dim}, {start}, max(0, {end} - {start}))"
+
+
+__all__ = ["CompositionError", "compose"]

@@ -1,0 +1,166 @@
+"""Partitioning whole forwards into kernels, and the composed solutions that run them.
+
+The cut is checked twice: its decisions (which ops share a kernel, where views run), and its meaning: the
+steps evaluated one after another with the IR's torch interpreter give what the reference model gives, on
+every input set of the problem. The composed files are then judged by the real harness (Triton's CPU
+interpreter for all of them, the C++ compiler for a few).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kforge.engine import ir
+from kforge.engine.capture import LoweringError, capture
+from kforge.engine.lower import plan
+from kforge.engine.partition import Kernel, Partition, ViewStep, partition
+from kforge.engine.propose import propose
+from kforge.problem import Problem, load_problem
+from kforge.verify.evaluate import evaluate
+from kforge.verify.verdict import Outcome
+from tests.conftest import PROBLEMS, fast_options
+
+FOLDER = PROBLEMS / "engine"
+GRAPHS = sorted(path.stem for path in FOLDER.glob("graph_*.py"))
+
+
+def _parts(name: str) -> tuple[Problem, Partition]:
+    problem = load_problem(FOLDER / f"{name}.py")
+    return problem, partition(capture(problem).program)
+
+
+def _run_steps(parts: Partition, inputs: list[torch.Tensor], params: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    """The partition's steps in order, each kernel through the IR interpreter, each view through `ir.apply`."""
+    env = {spec.name: tensor for spec, tensor in zip(parts.graph.inputs, inputs, strict=True)}
+    env.update({spec.name: params[spec.name] for spec in parts.graph.params})
+    for step in parts.steps:
+        if isinstance(step, Kernel):
+            [env[step.output]] = ir.evaluate(step.program, [env[s.name] for s in step.program.inputs], params)
+        else:
+            env[step.output] = _view(step.node, env[str(step.node.args[0])])
+    return [env[name] for name in parts.graph.outputs]
+
+
+def _view(node: ir.Node, source: torch.Tensor) -> torch.Tensor:
+    """A view step on any input set: its varying dim (at most one) left to reshape, as the composed file does."""
+    if node.op != "view":
+        return ir.apply(node, [source])
+    return source.reshape([size if node.is_static(dim) else -1 for dim, size in enumerate(node.shape)])
+
+
+def test_there_are_graph_problems() -> None:
+    assert len(GRAPHS) >= 5
+
+
+@pytest.mark.parametrize("name", GRAPHS)
+def test_steps_in_order_compute_what_the_reference_computes(name: str) -> None:
+    problem, parts = _parts(name)
+    model = problem.make_model(0)
+    params = dict(model.named_parameters())
+    for inputs in problem.input_sets(3):
+        if [t.dim() for t in inputs] != [len(spec.shape) for spec in parts.graph.inputs]:
+            continue  # the IR's interpreter reads dims as the main input set numbers them
+        expected = model(*inputs)
+        expected = list(expected) if isinstance(expected, tuple) else [expected]
+        got = _run_steps(parts, inputs, params)
+        assert len(got) == len(expected)
+        for value, reference in zip(got, expected, strict=True):
+            torch.testing.assert_close(value, reference, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", GRAPHS)
+def test_every_kernel_is_one_a_backend_can_plan(name: str) -> None:
+    _, parts = _parts(name)
+    assert len(parts.kernels) >= 2
+    for kernel in parts.kernels:
+        lowered = plan(kernel.program)
+        assert lowered.output == kernel.output
+        assert not kernel.program.is_graph()
+        heavy = [node for node in kernel.program.all_nodes() if node.op in ir.HEAVY_OPS]
+        assert len(heavy) <= 1 and (not heavy or kernel.program.heavy is heavy[0])
+
+
+def test_an_mlp_is_cut_at_each_gemm_and_its_two_outputs_end_kernels() -> None:
+    _, parts = _parts("graph_mlp_two_heads")
+    assert parts.summary() == "linear+relu | linear+tanh | linear | log_softmax"
+    logits = parts.kernels[2]
+    assert logits.output == parts.graph.outputs[0]  # returned, so no later op fuses into its kernel
+    assert parts.kernels[3].program.inputs[0].name == logits.output
+
+
+def test_a_flatten_between_a_convolution_and_a_linear_runs_in_python() -> None:
+    _, parts = _parts("graph_conv_flatten_linear")
+    kinds = [type(step).__name__ for step in parts.steps]
+    assert kinds == ["Kernel", "ViewStep", "Kernel"]
+    view = parts.steps[1]
+    assert isinstance(view, ViewStep) and view.node.op == "view"
+    assert parts.kernels[1].program.heavy is not None
+    assert parts.kernels[1].program.heavy.args[0] == view.output
+
+
+def test_slices_of_a_computed_value_are_read_in_place_by_one_fused_kernel() -> None:
+    _, parts = _parts("graph_gru_like")
+    assert not any(isinstance(step, ViewStep) for step in parts.steps)
+    last = parts.kernels[-1].program
+    assert [node.op for node in last.nodes if node.op == "slice"] == ["slice", "slice"]
+    assert {"sigmoid", "tanh"} <= {node.op for node in last.nodes}
+    gates = parts.kernels[1].output
+    assert gates in {spec.name for spec in last.inputs}
+
+
+def test_a_value_read_by_a_later_kernel_ends_its_own() -> None:
+    _, parts = _parts("graph_gated_residual")
+    first, second = parts.kernels
+    assert first.program.heavy is not None and first.program.nodes == ()
+    assert first.output in {spec.name for spec in second.program.inputs}
+    assert {"sigmoid", "layer_norm"} <= {node.op for node in second.program.nodes}
+
+
+def test_two_reductions_in_a_row_become_two_kernels() -> None:
+    _, parts = _parts("graph_two_reductions")
+    assert parts.summary() == "mul+softmax | mean+add"
+
+
+def test_a_problem_one_kernel_computes_is_not_partitioned() -> None:
+    found = propose(load_problem(FOLDER / "linear_softmax.py"), "triton", limit=1)
+    assert found.kernels == 1 and found.program.heavy is not None and not found.program.is_graph()
+
+
+def test_returning_an_input_unchanged_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "echo.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x, torch.relu(x)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(4, 5)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(LoweringError, match="returns an input or a parameter unchanged") as caught:
+        propose(load_problem(path), "cpp")
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", GRAPHS)
+def test_composed_triton_solution_is_correct_in_the_interpreter(tmp_path: Path, name: str) -> None:
+    pytest.importorskip("triton", reason="Triton is not installed")
+    found = propose(load_problem(FOLDER / f"{name}.py"), "triton", limit=2)
+    assert found.kernels >= 2 and len(found.variants) >= 1
+    assert found.program.notes[0].startswith(f"partitioned into {found.kernels} kernels")
+    for index, variant in enumerate(found.variants):
+        path = tmp_path / f"solution_{index}.py"
+        path.write_text(variant.source)
+        verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(language="triton", trials=1))
+        assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{variant.source}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["graph_gru_like", "graph_conv_flatten_linear"])
+def test_composed_cpp_solution_builds_once_and_is_correct(tmp_path: Path, name: str) -> None:
+    found = propose(load_problem(FOLDER / f"{name}.py"), "cpp", limit=1)
+    source = found.variants[0].source
+    assert source.count("load_inline(") == 1  # one extension for every kernel: the compiler runs once
+    assert source.count("namespace k") == found.kernels * 2  # each opened and closed
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(trials=1))
+    assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{source}"
