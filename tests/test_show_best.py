@@ -88,3 +88,40 @@ def test_a_best_within_the_noise_of_others_says_so(tmp_path: Path) -> None:
                                                  "timing": {"iqr_ms": iqr}})
         line = stored_best_line(store, run.id)
     assert line.startswith("best: attempt 2, 15.99 ms") and line.endswith("; attempt 1 is within its noise")
+
+
+def test_a_second_runs_attempts_are_numbered_from_one_wherever_they_are_shown(tmp_path: Path) -> None:
+    import json
+
+    db = tmp_path / "runs.db"
+    record_run(db, [("incorrect", None), ("correct", 3.0), ("correct", 2.0)])  # run 1: rows 1-3
+    with Store(db) as store:
+        run = store.create_run(command="optimize", platform="cpu", language="cpp", model="builtin")
+        ids = []
+        for number, runtime_ms in enumerate((2.0, 1.0, 1.01)):
+            attempt = store.record_attempt(run.id, source=f"# {number}", language="cpp", platform="cpu",
+                                           made_by="builtin:generate", parent_attempt_id=ids[0] if ids else None)
+            store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": runtime_ms,
+                                                 "timing": {"iqr_ms": 0.1}})
+            ids.append(attempt.id)
+        store.record_best(run.id, ids[1])
+        store.record_confirmation(run.id, ids[1], {"verdict": "incorrect", "reason": "flaky", "platform": "cpu",
+                                                   "language": "cpp"})
+    assert ids == [4, 5, 6]  # the row ids go on from run 1; what people see must not
+
+    shown = kforge("show", str(run.id), "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    numbered = [line.split()[0] for line in shown.stdout.splitlines() if "builtin:generate" in line]
+    assert numbered == ["1", "2", "3"]
+    best = "best: attempt 2, 1 ms; judged again at the end: incorrect: flaky; attempt 3 is within its noise"
+    assert best in " ".join(shown.stdout.split())  # the line as rich wraps it, joined again
+
+    listed = [json.loads(line) for line in kforge("runs", "--db", db, "--json").stdout.splitlines()]
+    assert [(row["run"], row["best_attempt"]) for row in listed] == [(2, 2), (1, 3)]
+
+    exported = kforge("export", str(run.id), "--db", db, "--out", tmp_path / "out")
+    assert exported.returncode == 0, exported.stderr
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert record["best_attempt"] == 2 and record["confirmation"]["attempt"] == 2
+    assert [(a["number"], a["id"], a["parent"]) for a in record["attempts"]] == [(1, 4, None), (2, 5, 1), (3, 6, 1)]
+    assert (tmp_path / "out" / "solution.py").read_text() == "# 1"

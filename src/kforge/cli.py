@@ -354,7 +354,7 @@ def _write_best_so_far(store: Any, run_id: int, out_file: Path | None) -> None:
         return
     out_file.parent.mkdir(parents=True, exist_ok=True)
     out_file.write_text(best.attempt.source)
-    err.print(f"wrote the best so far (attempt {best.attempt.id}) to {out_file}", highlight=False, soft_wrap=True)
+    err.print(f"wrote the best so far (attempt {best.attempt.number}) to {out_file}", highlight=False, soft_wrap=True)
 
 
 @app.command("suite")

@@ -30,8 +30,8 @@ def _run_with_a_best(store: Store) -> tuple[int, AttemptRecord]:
     assert verdict.correct, verdict.reason
     store.record_evaluation(attempt.id, verdict.model_dump(mode="json"))
     store.record_best(run_id, attempt.id)
-    return run_id, AttemptRecord(attempt_id=attempt.id, phase="generate", round=0, outcome=AttemptOutcome.CORRECT,
-                                 source=attempt.source, verdict=verdict, note="")
+    return run_id, AttemptRecord(attempt_id=attempt.id, number=attempt.number, phase="generate", round=0,
+                                 outcome=AttemptOutcome.CORRECT, source=attempt.source, verdict=verdict, note="")
 
 
 def test_the_best_is_judged_again_beside_the_reference_and_reports_show_it(tmp_path: Path) -> None:

@@ -163,3 +163,29 @@ def test_a_resumed_run_gives_its_analyst_the_stored_profile(tmp_path: Path) -> N
                        profile=must_not_profile, store=store, run_id=1, settings=settings).run()
     assert again.best is not None and again.best.attempt_id == result.best.attempt_id
     assert any("profile" in request for request in chat.requests if "Give one recommendation." in request)
+
+
+def test_progress_lines_number_attempts_within_the_run_and_a_resumed_run_counts_on(tmp_path: Path) -> None:
+    _, _, _, store = run_loop(tmp_path, ["bad", "ms=2.0"], LoopSettings(attempts=2, rounds=0))  # run 1: rows 1, 2
+    run_id = store.create_run(command="optimize").id
+    said: list[str] = []
+
+    def loop(tags: list[str], settings: LoopSettings):
+        chat = ScriptedChat(tags)
+        return KForgeLoop(generator=GenerationAgent(chat, TARGET, "problem"), analyst=AnalystAgent(chat, TARGET, "p"),
+                          evaluate=lambda text: verdict_for(text.split("TAG = ")[1].strip().strip("'")),
+                          profile=lambda record: ProfileView(text="profile"), store=store, run_id=run_id,
+                          settings=settings, on_event=lambda event: said.append(event.text)).run()
+
+    first = loop(["wrong", "ms=2.0"], LoopSettings(attempts=2, rounds=0))
+    assert [(r.attempt_id, r.number) for r in first.attempts] == [(3, 1), (4, 2)]
+    assert "attempt 1 (generate): mismatch" in said and "attempt 2 (repair): correct 2 ms" in said
+
+    said.clear()
+    store.resume_run(run_id)
+    resumed = loop(["wrong", "ms=2.0", "ms=1.0"], LoopSettings(attempts=2, rounds=1, patience=1))
+    assert [r.number for r in resumed.attempts] == [1, 2, 3]  # the replayed two keep their numbers
+    assert "attempt 2 (repair): correct 2 ms (judged before)" in said
+    assert "round 1: profiling the best candidate (attempt 2)" in said
+    assert "attempt 3 (optimize): correct 1 ms" in said and "round 1: attempt 3 is the new best (2 -> 1 ms)" in said
+    assert [a.number for a in store.attempts_of(run_id)] == [1, 2, 3]

@@ -171,7 +171,10 @@ def test_the_whole_scenario(server: ScriptedServer, tmp_path: Path) -> None:
 def test_the_report_shares_the_speedup_among_stages(server: ScriptedServer, tmp_path: Path) -> None:
     server.push(*(openai_completion(reply) for reply in SCRIPT))
     harness = Harness(server, tmp_path)
+    other = harness.store.create_run(command="optimize").id  # its attempt takes row id 1: the tree shows numbers
+    harness.store.record_attempt(other, source="# other", language="triton", platform="cuda", made_by="test")
     harness.pipeline(SETTINGS).run(kernel("ms=2.0"))
+    assert [a.id for a in harness.store.attempts_of(harness.run_id)] == [2, 3, 4, 5, 6, 7]
     gains = stage_gains(harness.store, harness.run_id)
     # 2 -> 1 ms and 1 -> 0.5 ms: each halves the time, so each has half of the log-speedup
     assert [g.share for g in gains] == pytest.approx([0.5, 0.0, 0.5])

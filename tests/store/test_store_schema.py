@@ -40,7 +40,7 @@ def test_a_version_1_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> 
         )
         assert run.settings == {"retries": 4}
         [attempt] = store.attempts_of(1)
-        assert attempt.source == "class ModelNew: pass"
+        assert attempt.source == "class ModelNew: pass" and attempt.number == 1
         best = store.best_attempt(1)
         assert best is not None and best.evaluation.runtime_ms == 0.5
         assert store.costs_of(1).cost_usd == pytest.approx(0.00045)

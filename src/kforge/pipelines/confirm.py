@@ -26,7 +26,7 @@ def confirm_best(store: Store, run_id: int, problem: Problem, best: AttemptRecor
     if not options.measure or not options.baselines or best.verdict is None or best.verdict.timing is None:
         return None
     say = Reporter(on_event)
-    say(f"confirming the best (attempt {best.attempt_id}): judged again, the reference timed in turn beside it")
+    say(f"confirming the best (attempt {best.number}): judged again, the reference timed in turn beside it")
     verdict = evaluate(problem, Solution.from_source(best.source, options.language), options, pool=pool)
     store.record_confirmation(run_id, best.attempt_id, verdict.model_dump(mode="json"))
     if not verdict.correct:

@@ -80,7 +80,7 @@ class Cover:
             details = {"violations": [{"constraint_id": v.constraint_id, "severity": v.severity,
                                        "message": v.message, "line": v.line} for v in violations]}
             record = self.judge.reject(proposal.source, where, note + advice, details, usage_of(proposal))
-            self.say.line("attempt", f"attempt {record.attempt_id}: rejected by the knowledge base "
+            self.say.line("attempt", f"attempt {record.number}: rejected by the knowledge base "
                      f"({', '.join(v.constraint_id for v in errors)}), not run")
             return record, record.note
         record = self.judge.judge(proposal.source, where, usage_of(proposal))

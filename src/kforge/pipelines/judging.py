@@ -26,7 +26,8 @@ KB_REJECTED = "rejected_by_knowledge_base"
 class AttemptRecord:
     """One attempt as the pipeline saw it."""
 
-    attempt_id: int
+    attempt_id: int  # the store's key, for lineage and records
+    number: int  # its number within the run (1, 2, 3...): what the progress lines call it
     phase: Phase
     round: int
     outcome: AttemptOutcome
@@ -98,13 +99,14 @@ class AttemptJudge:
             verdict = Verdict.model_validate({k: v for k, v in stored.verdict.items()
                                               if k not in ("correct", "llm_usage")})
         else:
-            self.say(f"evaluating attempt {attempt.id}")
+            self.say(f"evaluating attempt {attempt.number}")
             verdict = self.evaluate(source)
             self.store.record_evaluation(attempt.id, {**verdict.to_json_dict(), "llm_usage": tokens or {}})
         outcome = AttemptOutcome.of(verdict)
         note = "" if outcome == AttemptOutcome.CORRECT else verdict_feedback(verdict)
-        return self._report(AttemptRecord(attempt.id, where.phase, where.round, outcome, source, verdict, note,
-                                          **(tokens or {}), stage=where.stage), again=stored is not None)
+        return self._report(AttemptRecord(attempt.id, attempt.number, where.phase, where.round, outcome, source,
+                                          verdict, note, **(tokens or {}), stage=where.stage),
+                            again=stored is not None)
 
     def _without_hardware(self, source: str, where: Lineage, outcome: AttemptOutcome, evaluation: dict[str, Any],
                           note: str, tokens: dict[str, Any]) -> AttemptRecord:
@@ -112,8 +114,8 @@ class AttemptJudge:
         if self.store.evaluation_of(attempt.id) is None:
             self.store.record_evaluation(attempt.id, {**evaluation, "llm_usage": tokens})
         kept = source if outcome != AttemptOutcome.GENERATION_FAILURE else ""
-        return self._report(AttemptRecord(attempt.id, where.phase, where.round, outcome, kept, None, note,
-                                          **tokens, stage=where.stage))
+        return self._report(AttemptRecord(attempt.id, attempt.number, where.phase, where.round, outcome, kept, None,
+                                          note, **tokens, stage=where.stage))
 
     def _attempt(self, source: str, where: Lineage) -> Attempt:
         existing = self.store.find_attempt(self.run_id, text_hash(source))
@@ -129,7 +131,7 @@ class AttemptJudge:
         self.on_record(record)
         runtime = f" {record.runtime_ms:.4g} ms" if record.runtime_ms else ""
         stage = f" {record.stage}" if record.stage else ""
-        text = f"attempt {record.attempt_id} ({record.phase}{stage}): {record.outcome.value}{runtime}"
+        text = f"attempt {record.number} ({record.phase}{stage}): {record.outcome.value}{runtime}"
         if again:
             self.say(f"{text} (judged before)")
         else:

@@ -104,7 +104,7 @@ class KForgeLoop:
         for round_ in range(1, self.settings.rounds + 1):
             best = self.result.best
             assert best is not None and best.verdict is not None
-            self.say.line("round", f"round {round_}: profiling the best candidate (attempt {best.attempt_id})")
+            self.say.line("round", f"round {round_}: profiling the best candidate (attempt {best.number})")
             view = analysis_view(self.store, self.profile, best)
             recommendation = self.analyst.recommend(best.source, best.verdict.runtime_ms or 0.0,
                                                     best.verdict.eager_ms, view, self.result.recommendations)
@@ -134,7 +134,7 @@ class KForgeLoop:
             current = self.result.best
             assert current is not None and current.verdict is not None
             if record.verdict is not None and is_faster(record.verdict, current.verdict):
-                self.say.line("round", f"round {round_}: attempt {record.attempt_id} is the new best "
+                self.say.line("round", f"round {round_}: attempt {record.number} is the new best "
                          f"({current.verdict.runtime_ms:.4g} -> {record.verdict.runtime_ms:.4g} ms)")
                 self.result.best = record
                 improved = True

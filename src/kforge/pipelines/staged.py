@@ -181,14 +181,14 @@ class StagedPipeline:
                       f"{best.runtime_ms:.4g} ms")
             self.say.line("stage", f"stage {ENGINE_STAGE}: {reason}")
             return StageResult(ENGINE_STAGE, stage_input, tuple(tuned.attempts), best, reason)
-        found = "no correct variant" if best is None else f"attempt {best.attempt_id} is not faster"
+        found = "no correct variant" if best is None else f"attempt {best.number} is not faster"
         self.say.line("stage", f"stage {ENGINE_STAGE}: builtin engine: {found}; the model tries")
         return tuple(tuned.attempts)
 
     def _analyze(self, kernel: AttemptRecord, done: list[str], history: list[str]) -> Analysis:
         assert kernel.verdict is not None
         open_stages = [s for s in self.settings.stages if s not in done]
-        self.say.line("analysis", f"analysis: reading attempt {kernel.attempt_id} and its profile")
+        self.say.line("analysis", f"analysis: reading attempt {kernel.number} and its profile")
         view = KernelView(kernel.source, kernel.runtime_ms, kernel.verdict.eager_ms,
                           analysis_view(self.store, self.profile, kernel))
         analysis = self.agents.analyzer.analyze(view, open_stages, history)

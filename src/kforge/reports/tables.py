@@ -17,8 +17,9 @@ def _fmt(value: float | None, unit: str = "", digits: str = ".4g") -> str:
 
 
 def run_summary(store: Store, run: Run) -> dict[str, Any]:
-    """One run as `kforge runs --json` gives it: what it was, how it ended, and its best with its figures (those of
-    the end-of-run confirmation when there was one, which timed the reference beside it)."""
+    """One run as `kforge runs --json` gives it: what it was, how it ended, and its best (its number within the run)
+    with its figures (those of the end-of-run confirmation when there was one, which timed the reference beside
+    it)."""
     best = store.best_attempt(run.id)
     figures: dict[str, Any] = {"runtime_ms": None, "speedup_vs_eager": None, "speedup_vs_compile": None}
     if best is not None:
@@ -29,7 +30,7 @@ def run_summary(store: Store, run: Run) -> dict[str, Any]:
     return {"run": run.id, "created": run.created.isoformat(timespec="seconds"), "status": run.status,
             "stop_reason": run.stop_reason, "command": run.command, "problem": run.problem_path,
             "platform": run.platform, "language": run.language, "model": run.model,
-            "best_attempt": best.attempt.id if best else None, **figures}
+            "best_attempt": best.attempt.number if best else None, **figures}
 
 
 def runs_table(rows: list[dict[str, Any]]) -> Table:
@@ -52,7 +53,8 @@ def runs_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table:
-    """One row per attempt: who made it, outcome, runtime, speedups, and the LLM tokens and cost behind it.
+    """One row per attempt, numbered within the run: who made it, outcome, runtime, speedups, and the LLM tokens
+    and cost behind it.
 
     Sized for an 80-column terminal: the LLM column appears only when some attempt came from an LLM (a
     builtin engine's run has none), figures never wrap, and the maker's and outcome's names fold."""
@@ -64,7 +66,7 @@ def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table
         usage = (evaluation.verdict.get("llm_usage") or {}) if evaluation else {}
         marker = " *" if attempt.id == best_id else ""
         rows.append((
-            f"{attempt.id}{marker}", attempt.made_by, str(attempt.round),
+            f"{attempt.number}{marker}", attempt.made_by, str(attempt.round),
             evaluation.outcome if evaluation else "(not evaluated)",
             _fmt(evaluation.runtime_ms if evaluation else None, " ms"),
             _fmt(evaluation.speedup_vs_eager if evaluation else None, "x", ".2f"),
@@ -97,14 +99,15 @@ def _llm_usage(usage: dict[str, Any]) -> str:
     return count if cost is None else f"{count} ${cost:.3f}"
 
 
-def best_line(attempt_id: int | None, runtime_ms: float | None, vs_eager: float | None = None,
+def best_line(number: int | None, runtime_ms: float | None, vs_eager: float | None = None,
               vs_compile: float | None = None, confirmed: bool = False) -> str:
-    """One line for a run's best attempt; a correct one that was not timed (no timing on its platform) says so.
-    `confirmed`: the figures are those of the best judged again at the run's end (pipelines/confirm.py)."""
-    if attempt_id is None:
+    """One line for a run's best attempt (`number`: within the run; None: no correct attempt); a correct one that
+    was not timed (no timing on its platform) says so. `confirmed`: the figures are those of the best judged again
+    at the run's end (pipelines/confirm.py)."""
+    if number is None:
         return "best: none correct"
-    line = f"best: attempt {attempt_id}, " + ("correct (not timed on this platform)" if runtime_ms is None
-                                               else f"{runtime_ms:.4g} ms")
+    line = f"best: attempt {number}, " + ("correct (not timed on this platform)" if runtime_ms is None
+                                           else f"{runtime_ms:.4g} ms")
     if vs_eager:
         line += f", {vs_eager:.2f}x vs eager"
     if vs_compile:
@@ -134,9 +137,9 @@ def stored_best_line(store: Store, run_id: int) -> str:
         return best_line(None, None)
     again = confirmation_of(store, run_id, best.attempt.id)
     if again is not None and again.correct:
-        return best_line(best.attempt.id, again.runtime_ms, again.speedup_vs_eager, again.speedup_vs_compile,
+        return best_line(best.attempt.number, again.runtime_ms, again.speedup_vs_eager, again.speedup_vs_compile,
                          confirmed=True)
-    line = best_line(best.attempt.id, best.evaluation.runtime_ms, best.evaluation.speedup_vs_eager,
+    line = best_line(best.attempt.number, best.evaluation.runtime_ms, best.evaluation.speedup_vs_eager,
                      best.evaluation.speedup_vs_compile)
     if again is not None:
         line += f"; judged again at the end: {again.verdict}: {again.reason}"
@@ -158,7 +161,7 @@ def _noise_note(store: Store, run_id: int, best: Any) -> str:
             continue
         spread = max(_half_iqr(best.evaluation.verdict), _half_iqr(evaluation.verdict))
         if abs(evaluation.runtime_ms - mine) <= spread:
-            close.append(str(attempt.id))
+            close.append(str(attempt.number))
     if not close:
         return ""
     named = close[0] if len(close) == 1 else ", ".join(close[:-1]) + " and " + close[-1]
@@ -178,28 +181,42 @@ def costs_line(store: Store, run_id: int) -> str:
 
 
 def run_record(store: Store, run_id: int) -> dict[str, Any]:
-    """The whole run as JSON data: its settings, every attempt with its verdict, the LLM calls' usage."""
+    """The whole run as JSON data: its settings, every attempt with its verdict, the LLM calls' usage.
+
+    Attempts are named by their number within the run (`number`, and `parent`, `best_attempt` and the
+    confirmation's `attempt` refer to numbers); `id` is the store's key of the attempt, for joining with the
+    database."""
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(run_id)
     best = store.best_attempt(run_id)
     costs = store.costs_of(run_id)
+    attempts = store.attempts_of(run_id)
+    numbers = {a.id: a.number for a in attempts}
     return {
         "run": {"id": run.id, "created": run.created.isoformat(), "status": run.status, "command": run.command,
                 "problem": run.problem_path, "problem_hash": run.problem_hash, "platform": run.platform,
                 "language": run.language, "model": run.model, "settings": run.settings},
-        "best_attempt": best.attempt.id if best else None,
-        "confirmation": run.confirmation,
-        "attempts": [_attempt_record(a, store.evaluation_of(a.id)) for a in store.attempts_of(run_id)],
+        "best_attempt": best.attempt.number if best else None,
+        "confirmation": _confirmation_record(run.confirmation, numbers),
+        "attempts": [_attempt_record(a, store.evaluation_of(a.id), numbers) for a in attempts],
         "llm": {"calls": costs.calls, "cached_calls": costs.cached_calls, "prompt_tokens": costs.prompt_tokens,
                 "completion_tokens": costs.completion_tokens, "cost_usd": costs.cost_usd},
     }
 
 
-def _attempt_record(attempt: Attempt, evaluation: Evaluation | None) -> dict[str, Any]:
-    return {"id": attempt.id, "parent": attempt.parent_attempt_id, "made_by": attempt.made_by,
+def _attempt_record(attempt: Attempt, evaluation: Evaluation | None, numbers: dict[int, int]) -> dict[str, Any]:
+    parent = numbers.get(attempt.parent_attempt_id) if attempt.parent_attempt_id is not None else None
+    return {"number": attempt.number, "id": attempt.id, "parent": parent, "made_by": attempt.made_by,
             "round": attempt.round, "source_hash": attempt.source_hash, "created": attempt.created.isoformat(),
             "verdict": evaluation.verdict if evaluation else None}
+
+
+def _confirmation_record(confirmation: dict[str, Any] | None, numbers: dict[int, int]) -> dict[str, Any] | None:
+    """The run's end-of-run judgement with its attempt named by number, as the rest of the record names them."""
+    if confirmation is None:
+        return None
+    return {"attempt": numbers.get(confirmation.get("attempt_id", -1)), "verdict": confirmation.get("verdict")}
 
 
 def export_run(store: Store, run_id: int, out_dir: Path) -> list[Path]:

@@ -64,8 +64,9 @@ def trial_tree(store: Store, run_id: int) -> Tree | None:
     final = accepted[-1].step.output_attempt_id if accepted else start
     start_ms, final_ms = gains[0].input_ms, accepted[-1].output_ms if accepted else gains[0].input_ms
     overall = f", {start_ms / final_ms:.2f}x" if start_ms and final_ms else ""
-    root = Tree(Text(f"run {run_id}: start attempt {start} ({_ms(start_ms)}) -> final attempt {final} "
-                     f"({_ms(final_ms)}){overall}"))
+    numbers = {a.id: a.number for a in attempts}  # stages name attempts by id; people by number in the run
+    root = Tree(Text(f"run {run_id}: start attempt {_number(numbers, start)} ({_ms(start_ms)}) -> final attempt "
+                     f"{_number(numbers, final)} ({_ms(final_ms)}){overall}"))
     first_pass = [a for a in attempts if a.stage is None and a.id != start]
     if first_pass:
         functional = root.add(Text("functional pass (KForge loop)"))
@@ -91,7 +92,7 @@ def trial_tree(store: Store, run_id: int) -> Tree | None:
 
     start_attempt = next((a for a in attempts if a.id == start), None)
     kernel = root.add(Text(f"start: {_attempt_label(start_attempt, evaluations.get(start))}" if start_attempt
-                           else f"start: attempt {start}"))
+                           else f"start: attempt {_number(numbers, start)}"))
     grow(kernel, start)
     return root
 
@@ -121,7 +122,13 @@ def _attempt_label(attempt: Attempt, evaluation: Evaluation | None, accepted: bo
                                   if v.get("severity") == "error") + "]"
     tried = f" try {attempt.round}" if attempt.stage else ""
     kept = " accepted" if accepted else ""
-    return f"attempt {attempt.id}{tried} ({attempt.made_by}): {outcome}{runtime}{broken}{kept}"
+    return f"attempt {attempt.number}{tried} ({attempt.made_by}): {outcome}{runtime}{broken}{kept}"
+
+
+def _number(numbers: dict[int, int], attempt_id: int | None) -> str:
+    """How a person names the attempt with this id: its number within the run ('-' for none)."""
+    number = numbers.get(attempt_id) if attempt_id is not None else None
+    return "-" if number is None else str(number)
 
 
 def _ms(value: float | None) -> str:

@@ -171,11 +171,19 @@ class Store:
         parent_attempt_id: int | None = None,
         stage: str | None = None,
     ) -> Attempt:
-        """Record a candidate as soon as it exists, before it is evaluated."""
+        """Record a candidate as soon as it exists, before it is evaluated; it gets the run's next number.
+
+        The number is computed by the INSERT itself: one statement is one transaction, and SQLite takes the
+        write lock before the statement reads, so threads and processes recording into the same run at once
+        never get the same number (the unique index on (run_id, number) would refuse it if they did).
+        """
         row_id = self._insert(
-            "INSERT INTO attempts (run_id, parent_attempt_id, made_by, round, source, language, platform,"
-            " source_hash, created, stage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO attempts (run_id, number, parent_attempt_id, made_by, round, source, language, platform,"
+            " source_hash, created, stage)"
+            " VALUES (?, (SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE run_id = ?),"
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                run_id,
                 run_id,
                 parent_attempt_id,
                 made_by,

@@ -39,8 +39,9 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    id: int
+    id: int  # the store's key (foreign keys, lineage); users never see it
     run_id: int
+    number: int  # 1, 2, 3... within its run, in the order attempts were recorded: how a person names it
     parent_attempt_id: int | None
     made_by: str
     round: int

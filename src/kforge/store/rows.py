@@ -38,6 +38,7 @@ def attempt_from(r: sqlite3.Row) -> Attempt:
     return Attempt(
         id=r["id"],
         run_id=r["run_id"],
+        number=r["number"],
         parent_attempt_id=r["parent_attempt_id"],
         made_by=r["made_by"],
         round=r["round"],

@@ -115,6 +115,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN stop_reason TEXT;
     """,
+    # 8: an attempt's number within its run (1, 2, 3...), what users see; the row id stays the internal key.
+    # Attempts recorded before it are numbered in the order they were made (their id order within the run).
+    """
+    ALTER TABLE attempts ADD COLUMN number INTEGER;
+    UPDATE attempts SET number = (
+        SELECT COUNT(*) FROM attempts AS earlier
+        WHERE earlier.run_id = attempts.run_id AND earlier.id <= attempts.id
+    );
+    CREATE UNIQUE INDEX attempts_number_by_run ON attempts(run_id, number);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
