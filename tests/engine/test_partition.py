@@ -59,7 +59,7 @@ def test_there_are_graph_problems() -> None:
 def test_steps_in_order_compute_what_the_reference_computes(name: str) -> None:
     problem, parts = _parts(name)
     model = problem.make_model(0)
-    params = dict(model.named_parameters())
+    params = {**dict(model.named_parameters()), **dict(model.named_buffers())}
     for inputs in problem.input_sets(3):
         if [t.dim() for t in inputs] != [len(spec.shape) for spec in parts.graph.inputs]:
             continue  # the IR's interpreter reads dims as the main input set numbers them

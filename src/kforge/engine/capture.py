@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kforge.engine import ir
+from kforge.engine import decompose, ir
 from kforge.problem import Problem
 
 
@@ -211,6 +211,22 @@ class _Lowerer:
         self.nodes.append(node)
         return node.name
 
+    # ---- what decompositions build with (decompose.Builder) -------------------------------------------------
+    def add(self, name: str, op: str, args: Any, result_shape: ir.Shape, dtype: str, static: Any,
+            **attrs: Any) -> str:
+        self.nodes.append(ir.Node(name, op, tuple(args), tuple(result_shape), dtype, ir.make_attrs(**attrs),
+                                  tuple(static)))
+        return name
+
+    def value(self, name: str) -> ir.TensorSpec | ir.Node:
+        for spec in (*self.inputs, *self.params.values(), *self.nodes):
+            if spec.name == name:
+                return spec
+        raise cannot_lower(f"the value {name} (unknown)", op=False)
+
+    def param(self, path: str) -> str:
+        return self._param(path)
+
     def _param(self, path: str) -> str:
         if path not in self.params:
             tensor = _attribute(self.model, path)
@@ -278,11 +294,42 @@ class _Lowerer:
         if isinstance(module, nn.Identity) or (isinstance(module, nn.Dropout) and
                                                (module.p == 0 or not module.training)):
             return x
+        if isinstance(module, nn.modules.batchnorm._BatchNorm):
+            return self._batch_norm(node, x, module, path)
+        if isinstance(module, (nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)):
+            return self._group_norm(node, x, module, path)
         if isinstance(module, nn.LayerNorm):
             weight = self._param(f"{path}.weight") if module.weight is not None else None
             bias = self._param(f"{path}.bias") if module.bias is not None else None
             return self._layer_norm(node, x, module.normalized_shape, weight, bias, module.eps)
         raise cannot_lower(_MODULE_NAMES.get(type(module), type(module).__name__.lower()))
+
+    def _batch_norm(self, node: torch.fx.Node, x: Any, module: nn.Module, path: str) -> str:
+        batch_statistics = module.training or module.running_mean is None
+        running = None if batch_statistics else (self._param(f"{path}.running_mean"),
+                                                 self._param(f"{path}.running_var"))
+        weight = self._param(f"{path}.weight") if module.weight is not None else None
+        bias = self._param(f"{path}.bias") if module.bias is not None else None
+        if not isinstance(x, str) or len(self.program_shape(x)) < 2:
+            raise cannot_lower("batch_norm (of an input without a channel dim)")
+        return decompose.batch_norm(self, node.name, x, running=running, weight=weight, bias=bias,
+                                    eps=float(module.eps))
+
+    def _group_norm(self, node: torch.fx.Node, x: Any, module: nn.Module, path: str) -> str:
+        if isinstance(module, nn.GroupNorm):
+            groups, affine = int(module.num_groups), bool(module.affine)
+        else:
+            if module.track_running_stats and not module.training:
+                raise cannot_lower("instance_norm (with running statistics)")
+            groups, affine = int(module.num_features), bool(module.affine)
+        weight = self._param(f"{path}.weight") if affine else None
+        bias = self._param(f"{path}.bias") if affine else None
+        try:
+            return decompose.group_norm(self, node.name, x, groups=groups, weight=weight, bias=bias,
+                                        eps=float(module.eps))
+        except ValueError as exc:
+            name = "group_norm" if isinstance(module, nn.GroupNorm) else "instance_norm"
+            raise cannot_lower(f"{name} ({exc})") from None
 
     def _layer_norm(self, node: torch.fx.Node, x: Any, normalized: Any, weight: Any, bias: Any, eps: float) -> str:
         if len(tuple(normalized)) != 1:
@@ -324,6 +371,19 @@ class _Lowerer:
             return self._clamp(node, x, *args[1:], **kwargs)
         if name in _VIEW_METHODS:
             return self._view(node, x)
+        if name == "permute":
+            order = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:] or kwargs["dims"]
+            return self._permute(node, x, order)
+        if name in ("transpose", "swapaxes"):
+            return self._transpose(node, x, *args[1:3])
+        if name == "t":
+            return self._transpose(node, x)
+        if name in ("chunk", "split"):
+            pieces = args[1] if len(args) > 1 else kwargs.get("chunks", kwargs.get("split_size"))
+            dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+            return self._pieces(x, pieces, int(dim), name == "chunk")
+        if name == "narrow":
+            return self._narrow(node, x, *args[1:4])
         if name in _CAST_METHODS:
             return self._emit(node, "cast", (x,))
         if name == "where":  # x.where(condition, y) is torch.where(condition, x, y)
@@ -379,10 +439,30 @@ class _Lowerer:
             return self._layer_norm(node, args[0], normalized, weight, bias, eps)
         if target in _VIEW_FUNCTIONS:
             return self._view(node, args[0])
+        if target is getattr and args[1] in ("T", "mT"):
+            return self._transpose(node, args[0]) if args[1] == "mT" or len(self.program_shape(args[0])) <= 2 \
+                else self._permute(node, args[0], tuple(reversed(range(len(self.program_shape(args[0]))))))
+        if target is torch.permute:
+            return self._permute(node, args[0], args[1] if len(args) > 1 else kwargs["dims"])
+        if target in (torch.transpose, torch.swapaxes):
+            return self._transpose(node, args[0], *args[1:3])
+        if target is torch.t:
+            return self._transpose(node, args[0])
+        if target in (torch.chunk, torch.split):
+            pieces = args[1] if len(args) > 1 else kwargs.get("chunks", kwargs.get("split_size_or_sections"))
+            dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+            return self._pieces(args[0], pieces, int(dim), target is torch.chunk)
+        if target is torch.narrow:
+            return self._narrow(node, *args[:4])
         if target is torch.where:
             if len(args) != 3:
                 raise cannot_lower("where (with one argument: the indices of a condition)")
             return self._where(node, *args)
+        if target in (operator.floordiv, operator.mod):
+            a, b = (self._constant(value) for value in args[:2])
+            if a is None or b is None:
+                raise cannot_lower(f"{target.__name__} (of sizes that vary between input sets)")
+            return target(int(a), int(b)) if float(a).is_integer() and float(b).is_integer() else target(a, b)
         if target is F.dropout:
             training = args[2] if len(args) > 2 else kwargs.get("training", True)
             p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
@@ -446,14 +526,20 @@ class _Lowerer:
         if kwargs.get("dtype") is not None:
             raise cannot_lower(f"{name} (with a dtype)")
         if name in ("max", "min"):
-            if dim is None:
-                raise cannot_lower(f"{name} (over all dims)")
+            if dim is None:  # the largest (smallest) element: a value, no indices
+                return self._emit_reduce(node, "amax" if name == "max" else "amin", x, None, False)
             # torch.max(x, dim) returns (values, indices); only values may be used (see _getitem).
             return ("arg" + name, self._emit_reduce(node, "amax" if name == "max" else "amin", x, dim, keepdim))
         return self._emit_reduce(node, name, x, dim, keepdim)
 
     def _emit_reduce(self, node: torch.fx.Node, op: str, x: Any, dim: Any, keepdim: bool) -> str:
         source = node.args[0]
+        if not isinstance(x, str):
+            raise cannot_lower(f"{op} (of a value that is no tensor)")
+        rank = len(self.program_shape(x))
+        if dim is None or (isinstance(dim, (list, tuple)) and len(dim) != 1):
+            dims = range(rank) if dim is None or len(dim) == 0 else [int(d) % rank for d in dim]
+            return decompose.reduce_dims(self, node.name, op, x, list(dims), keepdim)
         dim = self._dim(source, dim)
         # Shapes from the operand: torch.max(x, dim) records a (values, indices) pair, not a tensor.
         shape_in, dtype, static_in = self._meta(source.name)  # type: ignore[union-attr]
@@ -481,6 +567,12 @@ class _Lowerer:
             if not isinstance(index, int):
                 raise cannot_lower("getitem (a slice of a shape)")
             return self._size(node, base[1], index)
+        if isinstance(base, tuple) and len(base) == 4 and base[0] == "pieces":
+            _, source, dim, bounds = base
+            if not isinstance(index, int):
+                raise cannot_lower("getitem (a slice of chunks)")
+            start, stop = bounds[index]
+            return self._emit(node, "slice", (source,), dim=dim, start=start, stop=stop, step=1)
         if isinstance(base, tuple) and len(base) == 2 and base[0] in ("argmax", "argmin"):
             if index != 0:
                 raise cannot_lower(base[0])
@@ -496,6 +588,8 @@ class _Lowerer:
             at = items.index(Ellipsis)
             items[at:at + 1] = [slice(None)] * (rank - len(items) + 1)
         cut = [(d, s) for d, s in enumerate(items) if s != slice(None)]
+        if len(cut) == 1 and isinstance(cut[0][1], int):
+            return self._select(node, x, cut[0][0], cut[0][1])
         if len(cut) != 1 or not isinstance(cut[0][1], slice) or cut[0][1].step not in (None, 1):
             raise cannot_lower("index (only one slice along one dim is supported)")
         dim, piece = cut[0]
@@ -511,6 +605,96 @@ class _Lowerer:
             raise cannot_lower("slice (with a negative end)")
         return self._emit(node, "slice", args, dim=dim, start=start, stop=stop, step=1)
 
+    def _batched_matmul(self, node: torch.fx.Node, a: str, b: str) -> str:
+        """A matmul over several batch dims as a bmm: both operands viewed to one batch dim, the result back."""
+        shape, dtype, static = self._meta(node.name)
+        spec_a, spec_b = self.value(a), self.value(b)
+        if spec_a.shape[:-2] != spec_b.shape[:-2]:
+            raise cannot_lower("matmul (with broadcast batch dims)")
+        batch = math.prod(shape[:-2])
+        batch_static = all(static[:-2])
+        if not all(static[-2:]) or not all(spec_b.is_static(d) for d in (-2, -1)):
+            raise cannot_lower("matmul (of matrices whose sizes vary)")
+        flat_a = (batch, *spec_a.shape[-2:])
+        flat_b = (batch, *spec_b.shape[-2:])
+        left = self.add(f"{node.name}_a", "view", (a,), flat_a, spec_a.dtype, (batch_static, True, True), shape=flat_a)
+        right = self.add(f"{node.name}_b", "view", (b,), flat_b, spec_b.dtype, (batch_static, True, True),
+                         shape=flat_b)
+        flat = (batch, shape[-2], shape[-1])
+        product = self.add(f"{node.name}_bmm", "bmm", (left, right), flat, dtype, (batch_static, True, True))
+        return self.add(node.name, "view", (product,), shape, dtype, static, shape=shape)
+
+    def _permute(self, node: torch.fx.Node, x: Any, order: Any) -> str:
+        if not isinstance(x, str):
+            raise cannot_lower("permute (of a value that is no tensor)")
+        rank = len(self.program_shape(x))
+        dims = tuple(int(d) % rank for d in order)
+        if sorted(dims) != list(range(rank)):
+            raise cannot_lower("permute (of these dims)")
+        return self._emit(node, "permute", (x,), dims=dims)
+
+    def _transpose(self, node: torch.fx.Node, x: Any, first: int = -2, second: int = -1) -> str:
+        rank = len(self.program_shape(x)) if isinstance(x, str) else 0
+        if rank < 2:
+            return self._view(node, x)  # t() of a vector is the vector
+        order = list(range(rank))
+        first, second = first % rank, second % rank
+        order[first], order[second] = order[second], order[first]
+        return self._permute(node, x, order)
+
+    def _pieces(self, x: Any, pieces: Any, dim: int, equal_count: bool) -> tuple[str, Any, int, list[tuple[int, int]]]:
+        """chunk (`equal_count`: `pieces` is how many) or split (`pieces`: a size or sizes) along `dim`:
+        the bounds of each piece, cut by a slice when the piece is read."""
+        if not isinstance(x, str):
+            raise cannot_lower("chunk (of a value that is no tensor)")
+        spec = self.value(x)
+        dim %= len(spec.shape)
+        if not spec.is_static(dim):
+            raise cannot_lower("chunk (along a dim whose size varies)")
+        length = spec.shape[dim]
+        if equal_count:
+            step = -(-length // int(pieces))
+            sizes = [min(step, length - start) for start in range(0, length, step)]
+        elif isinstance(pieces, int):
+            sizes = [min(pieces, length - start) for start in range(0, length, pieces)]
+        else:
+            sizes = [int(size) for size in pieces]
+        bounds, start = [], 0
+        for size in sizes:
+            bounds.append((start, start + size))
+            start += size
+        return ("pieces", x, dim, bounds)
+
+    def _select(self, node: torch.fx.Node, x: str, dim: int, index: int) -> str:
+        """x[..., index, ...]: a slice of length one, then a view without that dim."""
+        spec = self.value(x)
+        if not spec.is_static(dim):
+            raise cannot_lower("index (an integer index along a dim whose size varies)")
+        index %= spec.shape[dim]
+        cut_shape = tuple(1 if d == dim else size for d, size in enumerate(spec.shape))
+        static = tuple(d == dim or spec.is_static(d) for d in range(len(spec.shape)))
+        cut = self.add(f"{node.name}_cut", "slice", (x,), cut_shape, spec.dtype, static, dim=dim, start=index,
+                       stop=index + 1, step=1)
+        return self._view(node, cut)
+
+    def _constant(self, value: Any) -> float | None:
+        """A number, or the size of a dim that every input set agrees on; None for anything else."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        spec = self.value(value) if isinstance(value, str) else None
+        if isinstance(spec, ir.Node) and spec.op == "size":
+            source = self.value(str(spec.args[0]))
+            dim = spec.attr("dim")
+            if source.is_static(dim):
+                return source.shape[dim]
+        return None
+
+    def _narrow(self, node: torch.fx.Node, x: Any, dim: int, start: int, length: int) -> str:
+        if not all(isinstance(v, int) for v in (dim, start, length)) or start < 0:
+            raise cannot_lower("narrow (with bounds that are not non-negative constants)")
+        rank = len(self.program_shape(x))
+        return self._emit(node, "slice", (x,), dim=dim % rank, start=start, stop=start + length, step=1)
+
     def _view(self, node: torch.fx.Node, x: Any) -> str:
         shape, _, _ = self._meta(node.name)
         return self._emit(node, "view", (x,), shape=shape)
@@ -522,6 +706,8 @@ class _Lowerer:
             return self._emit(node, "linear", operands)
         if op in ("matmul", "bmm"):
             rank_a, rank_b = (len(self.program_shape(a)) for a in args[:2])
+            if op == "matmul" and rank_a == rank_b > 3:
+                return self._batched_matmul(node, str(args[0]), str(args[1]))
             if op == "matmul" and not (rank_b == 2 and rank_a >= 1) and not (rank_a == rank_b == 3):
                 raise cannot_lower("matmul (of these ranks)")
             return self._emit(node, "bmm" if op == "matmul" and rank_a == rank_b == 3 else op, (args[0], args[1]))

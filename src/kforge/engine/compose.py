@@ -223,6 +223,8 @@ def _model(parts: Partition) -> str:
 
 def _view_expression(step: ViewStep, source: str) -> str:
     node = step.node
+    if node.op == "permute":
+        return f"{source}.permute({', '.join(str(d) for d in node.attr('dims'))})"
     if node.op == "view":
         sizes = [str(size) for size in node.shape]
         dynamic = [dim for dim in range(len(node.shape)) if not node.is_static(dim)]
@@ -230,7 +232,8 @@ def _view_expression(step: ViewStep, source: str) -> str:
             raise cannot_lower("view (with more than one varying dim, between kernels)")
         for dim in dynamic:
             sizes[dim] = "-1"
-        return f"{source}.reshape({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
+        return f"{source}.reshape({', '.join(sizes)}{',' if len(sizes) == 1 else ''})" if sizes else \
+            f"{source}.reshape(())"
     dim, start = node.attr("dim"), int(node.attr("start", 0))
     if len(node.args) > 1:
         raise cannot_lower("slice (ending at a run-time size, between kernels)")

@@ -199,6 +199,8 @@ class _Renderer:
                 for d in dynamic:
                     sizes[d] = "-1"
                 expression += f".reshape({{{', '.join(sizes)}}})"
+            elif view.op != "slice":
+                raise cannot_lower(f"{view.op} (inside a kernel)")
             else:
                 dim = view.attr("dim")
                 start = int(view.attr("start", 0))

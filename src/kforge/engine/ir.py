@@ -33,6 +33,7 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
 - `linear`: args `(x, weight[, bias])`; `matmul`/`bmm`: args `(a, b)`;
   `conv1d`/`conv2d`: args `(x, weight[, bias])`, attrs `stride`, `padding`, `dilation` (tuples), `groups`;
 - `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped);
+  `permute`: `dims` (a permutation; the backends leave it to Python between kernels);
   a slice whose end is a run-time size has args `(x, stop)`, `stop` naming a `size` node (the attr is None);
 - `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
   values (shape ()) computed from sizes by pointwise ops (`log(n)`) are ordinary nodes.
@@ -77,7 +78,7 @@ BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", *COMPARE_
 TERNARY_OPS = ("where",)
 REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
 ROW_OPS = ("softmax", "log_softmax", "layer_norm")
-VIEW_OPS = ("view", "slice")
+VIEW_OPS = ("view", "slice", "permute")
 SCALAR_OPS = ("size",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
 ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS
@@ -293,7 +294,13 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
         bias = args[2] if len(args) > 2 else None
         return F.layer_norm(x, (x.shape[-1],), weight, bias, eps=node.attr("eps", 1e-5))
     if op == "view":
-        return args[0].reshape(node.attr("shape"))
+        shape = node.attr("shape")
+        varying = [d for d in range(len(shape)) if not node.is_static(d)]
+        if len(varying) == 1:  # the one dim that varies between input sets, left to reshape
+            shape = tuple(-1 if d == varying[0] else size for d, size in enumerate(shape))
+        return args[0].reshape(shape)
+    if op == "permute":
+        return args[0].permute(node.attr("dims"))
     if op == "slice":
         dim = node.attr("dim")
         index = [slice(None)] * args[0].dim()

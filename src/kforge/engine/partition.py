@@ -18,6 +18,7 @@ breaks that rule the value is marked and the cut is redone (the marks only grow,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from graphlib import TopologicalSorter
 
@@ -83,10 +84,14 @@ def as_graph(program: ir.Program) -> ir.Program:
     return program.replace(heavy=None, nodes=(program.heavy, *program.nodes))
 
 
-def partition(program: ir.Program) -> Partition:
-    """The steps computing `program`; LoweringError (one line) where some piece fits no kernel."""
+Accepts = Callable[[ir.Program], bool]
+
+
+def partition(program: ir.Program, accepts: Accepts | None = None) -> Partition:
+    """The steps computing `program`; LoweringError (one line) where some piece fits no kernel. `accepts` tells
+    whether a backend renders a single-kernel program (beyond `plan`, which every backend needs)."""
     graph = as_graph(program)
-    cut = _Cut(graph)
+    cut = _Cut(graph, accepts)
     forced = cut.exported_by_structure()
     for _ in range(len(graph.nodes) + 1):
         groups = cut.greedy(forced)
@@ -100,8 +105,10 @@ def partition(program: ir.Program) -> Partition:
 class _Cut:
     """The classification of a graph's nodes and the greedy cut over them."""
 
-    def __init__(self, graph: ir.Program) -> None:
+    def __init__(self, graph: ir.Program, accepts: Accepts | None) -> None:
         self.graph = graph
+        self.accepts = accepts
+        self.fits_cache: dict[ir.Program, bool] = {}
         self.roots = {spec.name: spec for spec in (*graph.inputs, *graph.params)}
         self.nodes = {node.name: node for node in graph.nodes}
         self.order = {name: index for index, name in enumerate(self.nodes)}
@@ -133,16 +140,21 @@ class _Cut:
         return False
 
     def _view_steps(self) -> set[str]:
-        """Views done in Python: those feeding a heavy op (whose operands a kernel reads as they are) and those
-        returned. Every other view is read in place by the kernels that use it, of a graph input, a parameter,
-        or a value an earlier kernel wrote."""
-        steps = {node.name for node in self.graph.nodes
-                 if node.op in ir.VIEW_OPS and (self._feeds_heavy(node) or node.name in self.graph.outputs)}
-        for node in self.graph.nodes:  # the views these are taken through are done in Python too
+        """Views done in Python: permutes; reshapes of computed values or with a dim that varies between input
+        sets; views feeding a heavy op (whose operands a kernel reads as they are) and those returned. Every
+        other view (slices of anything, reshapes of graph inputs and parameters) is read in place by the kernels
+        that use it."""
+        steps = {node.name for node in self.graph.nodes if node.op in ir.VIEW_OPS and self._in_python(node)}
+        for node in reversed(self.graph.nodes):  # the views these are taken through are done in Python too
             if node.name in steps and str(node.args[0]) in self.nodes and \
                     self.nodes[str(node.args[0])].op in ir.VIEW_OPS:
                 steps.add(str(node.args[0]))
         return steps
+
+    def _in_python(self, view: ir.Node) -> bool:
+        if view.op == "permute" or self._feeds_heavy(view) or view.name in self.graph.outputs:
+            return True
+        return view.op == "view" and (self._base(view.name) not in self.roots or not all(view.static))
 
     def _check_outputs(self) -> None:
         for name in self.graph.outputs:
@@ -200,10 +212,15 @@ class _Cut:
 
     def _fits(self, members: list[ir.Node]) -> bool:
         try:
-            plan(self.kernel_program(members))
+            program = self.kernel_program(members)
+            plan(program)
         except (LoweringError, ir.IRError):
             return False
-        return True
+        if self.accepts is None:
+            return True
+        if program not in self.fits_cache:
+            self.fits_cache[program] = self.accepts(program)
+        return self.fits_cache[program]
 
     def misplaced_exports(self, groups: list[list[ir.Node]]) -> set[str]:
         """Values read outside their kernel (or returned) that are not their kernel's last node."""

@@ -15,7 +15,7 @@ from typing import Any
 from kforge.engine import cpp_backend, ir, triton_backend
 from kforge.engine.capture import LoweringError, capture
 from kforge.engine.compose import compose
-from kforge.engine.partition import Kernel, Partition, partition
+from kforge.engine.partition import Kernel, Partition, ViewStep, partition
 from kforge.engine.simplify import simplify
 from kforge.engine.triton_emit import Unsupported
 from kforge.engine.tune import Variant
@@ -45,8 +45,15 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
             return EngineCandidates(program, tuple(Variant(dict(config), source) for config, source in found))
         except LoweringError as exc:
             refusal = exc
-    parts = partition(captured)
-    if len(parts.kernels) < 2 and refusal is not None:
+    def accepts(program: ir.Program) -> bool:
+        try:
+            _rendered(backend, simplify(program), problem.source, vendor_gemm, 1)
+        except (LoweringError, ir.IRError):
+            return False
+        return True
+
+    parts = partition(captured, accepts)
+    if len(parts.kernels) < 2 and not any(isinstance(step, ViewStep) for step in parts.steps) and refusal:
         raise refusal  # one kernel after all: the single-kernel refusal says why
     return _composed(parts, backend, problem.source, vendor_gemm, limit)
 

@@ -351,6 +351,8 @@ class _Lowering:
 
     def place(self, split: _Split, node: Node) -> None:
         args = node.value_args
+        if node.op == "permute":
+            raise Unsupported(f"the Triton backend leaves a permute to Python between kernels (node {node.name!r})")
         python_side = all(arg in split.python or arg in split.scalars for arg in args)
         if node.op == "size" or (node.shape == () and python_side and node.op in POINTWISE_OPS):
             local = "s_" + var(node.name)[2:]

@@ -1,0 +1,130 @@
+"""Decompositions: operators written as several IR nodes that the backends already know.
+
+Capture calls these for operators the IR has no node of its own for; each is exact algebra (up to the order
+of floating-point sums), and the partitioner cuts the result into kernels where one kernel cannot hold it:
+
+- a reduction over several dims (or all of them): one reduction per dim, each keeping its dim, the last
+  followed by a view that drops the reduced dims. Sum, mean, max, min and logsumexp all compose this way
+  (a mean of equal-sized means is the mean; a logsumexp of logsumexps is the logsumexp);
+- batch norm: `(x - mean) * rsqrt(var + eps) * weight + bias` over the channel dim (dim 1), with the running
+  statistics in evaluation mode and the batch's own (mean, biased variance) in training mode, as the reference
+  normalizes; the running statistics' update, which the output does not depend on, is not reproduced;
+- group norm (and instance norm, one group per channel): the input viewed as (batch, groups, rest), a layer
+  norm over the rest without weights, viewed back, then the per-channel affine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from kforge.engine import ir
+
+
+class Builder(Protocol):
+    """What a decomposition needs from capture: adding nodes, and reading the parameters and values it has."""
+
+    def add(self, name: str, op: str, args: Sequence[ir.Arg], result_shape: ir.Shape, dtype: str,
+            static: Sequence[bool], **attrs: Any) -> str: ...
+
+    def value(self, name: str) -> ir.TensorSpec | ir.Node: ...
+
+    def param(self, path: str) -> str: ...
+
+
+def _static(spec: ir.TensorSpec | ir.Node) -> tuple[bool, ...]:
+    return tuple(spec.is_static(d) for d in range(len(spec.shape)))
+
+
+def reduce_dims(builder: Builder, name: str, op: str, x: str, dims: Sequence[int], keepdim: bool) -> str:
+    """`op` of `x` over `dims` (non-negative, distinct) as one keepdim reduction per dim; the result is `name`."""
+    spec = builder.value(x)
+    shape, static = list(spec.shape), list(_static(spec))
+    current = x
+    ordered = sorted(set(dims), reverse=True)
+    for position, dim in enumerate(ordered):
+        shape[dim], static[dim] = 1, True
+        last = position == len(ordered) - 1
+        step_name = name if last and keepdim else f"{name}_over{dim}"
+        current = builder.add(step_name, op, (current,), tuple(shape), spec.dtype, static, dim=dim, keepdim=True)
+    if keepdim:
+        return current
+    kept = [d for d in range(len(shape)) if d not in ordered]
+    return builder.add(name, "view", (current,), tuple(shape[d] for d in kept), spec.dtype,
+                       [static[d] for d in kept], shape=tuple(shape[d] for d in kept))
+
+
+def _per_channel(builder: Builder, name: str, param: str, rank: int) -> str:
+    """A per-channel parameter of shape (C,) viewed to broadcast along dim 1 of a rank-`rank` tensor."""
+    spec = builder.value(param)
+    shape = (spec.shape[0],) + (1,) * (rank - 2)
+    return builder.add(name, "view", (param,), shape, spec.dtype, [True] * len(shape), shape=shape)
+
+
+def _affine(builder: Builder, name: str, normed: str, weight: str | None, bias: str | None) -> str:
+    spec = builder.value(normed)
+    rank, static = len(spec.shape), _static(spec)
+    result = normed
+    if weight is not None:
+        w = _per_channel(builder, f"{name}_weight", weight, rank)
+        result = builder.add(name if bias is None else f"{name}_scaled", "mul", (result, w), spec.shape, spec.dtype,
+                             static)
+    if bias is not None:
+        b = _per_channel(builder, f"{name}_bias", bias, rank)
+        result = builder.add(name, "add", (result, b), spec.shape, spec.dtype, static)
+    return result
+
+
+def batch_norm(builder: Builder, name: str, x: str, *, running: tuple[str, str] | None, weight: str | None,
+               bias: str | None, eps: float) -> str:
+    """Batch norm of `x` (batch, channels, ...): `running` (mean, var) param names in evaluation mode, None to
+    normalize with the batch's statistics (training mode)."""
+    spec = builder.value(x)
+    rank, static, shape = len(spec.shape), _static(spec), spec.shape
+    if rank < 2:
+        raise ValueError("batch norm needs (batch, channels, ...)")
+    plain = name if weight is None and bias is None else f"{name}_normed"
+    if running is not None:
+        mean = _per_channel(builder, f"{name}_mean", running[0], rank)
+        var = _per_channel(builder, f"{name}_var", running[1], rank)
+        centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
+        var_spec = builder.value(var)
+        shifted = builder.add(f"{name}_var_eps", "add", (var, float(eps)), var_spec.shape, var_spec.dtype,
+                              _static(var_spec))
+        scale = builder.add(f"{name}_inv_std", "rsqrt", (shifted,), var_spec.shape, var_spec.dtype,
+                            _static(var_spec))
+    else:
+        dims = [0, *range(2, rank)]
+        mean = reduce_dims(builder, f"{name}_mean", "mean", x, dims, keepdim=True)
+        centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
+        squared = builder.add(f"{name}_squared", "square", (centered,), shape, spec.dtype, static)
+        var = reduce_dims(builder, f"{name}_var", "mean", squared, dims, keepdim=True)
+        var_spec = builder.value(var)
+        shifted = builder.add(f"{name}_var_eps", "add", (var, float(eps)), var_spec.shape, var_spec.dtype,
+                              _static(var_spec))
+        scale = builder.add(f"{name}_inv_std", "rsqrt", (shifted,), var_spec.shape, var_spec.dtype,
+                            _static(var_spec))
+    normed = builder.add(plain, "mul", (centered, scale), shape, spec.dtype, static)
+    return _affine(builder, name, normed, weight, bias)
+
+
+def group_norm(builder: Builder, name: str, x: str, *, groups: int, weight: str | None, bias: str | None,
+               eps: float) -> str:
+    """Group norm of `x` (batch, channels, ...) with `groups` groups of channels."""
+    spec = builder.value(x)
+    shape, static = spec.shape, _static(spec)
+    if len(shape) < 2 or shape[1] % groups:
+        raise ValueError("group norm needs (batch, channels, ...) with channels a multiple of the groups")
+    if not all(static[1:]):
+        raise ValueError("group norm over channels or sizes that vary between input sets")
+    rest = 1
+    for size in shape[1:]:
+        rest *= size
+    grouped_shape = (shape[0], groups, rest // groups)
+    grouped = builder.add(f"{name}_grouped", "view", (x,), grouped_shape, spec.dtype, (static[0], True, True),
+                          shape=grouped_shape)
+    normed = builder.add(f"{name}_normed", "layer_norm", (grouped,), grouped_shape, spec.dtype,
+                         (static[0], True, True), dim=2, eps=float(eps))
+    back = builder.add(name if weight is None and bias is None else f"{name}_back", "view", (normed,), shape,
+                       spec.dtype, static, shape=shape)
+    return _affine(builder, name, back, weight, bias)
