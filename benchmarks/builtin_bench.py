@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from kforge.engine.capture import LoweringError
+from kforge.engine.ir import HEAVY_OPS
 from kforge.engine.propose import propose
 from kforge.engine.tune import TuneSettings, Variant, tune
 from kforge.platforms import get_platform
@@ -65,23 +66,35 @@ class Row:
     achieved: str = ""
     roofline_share: float | None = None
     copy_share: float | None = None  # achieved bytes/s over the measured copy bandwidth
+    kernels: int = 0  # how many kernels the engine's solution runs in order
+    engine_s: float | None = None  # proposing and tuning, before the final judgement with the baselines
     note: str = ""
 
 
-def backend_variants(platform: str, problem: Problem) -> tuple[tuple[Variant, ...], str]:
-    """The engine's proposal (capture, simplify, backend), and the heavy op it found."""
+def backend_variants(platform: str, problem: Problem) -> tuple[tuple[Variant, ...], str, int]:
+    """The engine's proposal (capture, simplify, backend), the heavy ops it found, and its kernels' count."""
     language = "triton" if platform == "cuda" else "cpp"
     proposal = propose(problem, language, vendor_gemm=True, limit=24 if language == "triton" else 8)
-    heavy = proposal.program.heavy.op if proposal.program.heavy else "-"
-    return proposal.variants, heavy
+    heavy = sorted({node.op for node in proposal.program.all_nodes() if node.op in HEAVY_OPS})
+    return proposal.variants, "+".join(heavy) or "-", proposal.kernels
 
 
 def run_example(name: str, path: Path, platform: str, budget_s: float, pool: WorkerPool, workdir: Path,
                 say: Callable[[str], None]) -> Row:
+    """One problem's row; an error of the engine or the harness is the row's note, never the end of the run."""
+    try:
+        return _run_example(name, path, platform, budget_s, pool, workdir, say)
+    except Exception as exc:  # a benchmark of many problems reports each failure and goes on
+        return Row(name, platform, "-", verdict="error", note=f"{type(exc).__name__}: {exc}"[:160])
+
+
+def _run_example(name: str, path: Path, platform: str, budget_s: float, pool: WorkerPool, workdir: Path,
+                 say: Callable[[str], None]) -> Row:
     problem = load_problem(path)
     row = Row(name, platform, "-")
+    started = time.monotonic()
     try:
-        found, row.heavy = backend_variants(platform, problem)
+        found, row.heavy, row.kernels = backend_variants(platform, problem)
     except LoweringError as exc:
         row.note = str(exc)
         return row
@@ -98,6 +111,7 @@ def run_example(name: str, path: Path, platform: str, budget_s: float, pool: Wor
 
     result = tune(found, judge, TuneSettings(budget_s=budget_s), progress=say)
     row.judged = len(result.trials)
+    row.engine_s = time.monotonic() - started
     if result.best is None:
         failures = [trial.verdict for trial in result.trials]
         row.verdict = failures[0].verdict if failures else "-"
@@ -138,11 +152,12 @@ def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
 
 
 def print_table(rows: list[Row]) -> None:
-    header = ("problem", "platform", "heavy", "verdict", "judged", "runtime ms", "eager ms", "compile ms",
-              "vs eager", "vs compile", "bound", "achieved", "roofline", "of copy BW")
+    header = ("problem", "platform", "heavy", "kernels", "engine s", "verdict", "judged", "runtime ms", "eager ms",
+              "compile ms", "vs eager", "vs compile", "bound", "achieved", "roofline", "of copy BW")
     lines = [header]
     for row in rows:
-        lines.append((row.problem, row.platform, row.heavy, str(row.verdict), str(row.judged),
+        lines.append((row.problem, row.platform, row.heavy, str(row.kernels or "-"), _fmt(row.engine_s, ".0f"),
+                      str(row.verdict), str(row.judged),
                       _fmt(row.runtime_ms, ".4f"), _fmt(row.eager_ms, ".4f"), _fmt(row.compile_ms, ".4f"),
                       _fmt(row.vs_eager, ".2f", "x"), _fmt(row.vs_compile, ".2f", "x"), row.bound or "-",
                       row.achieved or "-", _fmt(None if row.roofline_share is None else 100 * row.roofline_share,
@@ -165,7 +180,17 @@ def print_table(rows: list[Row]) -> None:
             print(f"geomean [{platform}, {label}, {len(subset)} problems]: vs eager {_fmt(eager, '.2f', 'x')}, "
                   f"vs torch.compile {_fmt(compiled, '.2f', 'x')}")
     total = [row for row in rows if row.verdict != "-"]
-    print(f"correct: {sum(row.verdict == 'correct' for row in total)} of {len(total)} emitted solutions")
+    attempted = [row for row in rows if not row.note.startswith("skipped")]
+    lowered = [row for row in attempted if row.kernels]
+    print(f"lowered: {len(lowered)} of {len(attempted)} problems; correct: "
+          f"{sum(row.verdict == 'correct' for row in total)} of {len(total)} emitted solutions")
+    for platform in sorted({row.platform for row in attempted}):
+        mine = [row for row in attempted if row.platform == platform]
+        # A problem without a correct kernel counts 1.0x: the user keeps the baseline.
+        eager = geomean([row.vs_eager if row.verdict == "correct" and row.vs_eager else 1.0 for row in mine])
+        compiled = geomean([row.vs_compile if row.verdict == "correct" and row.vs_compile else 1.0 for row in mine])
+        print(f"geomean over every attempted problem [{platform}, {len(mine)}; no correct kernel counts 1.0x]: "
+              f"vs eager {_fmt(eager, '.2f', 'x')}, vs torch.compile {_fmt(compiled, '.2f', 'x')}")
 
 
 def selected_problems(examples: list[str] | None, files: list[Path] | None) -> list[tuple[str, Path]]:
@@ -204,10 +229,10 @@ def main() -> None:
                 print(f"== {name} on {platform}", flush=True)
                 rows.append(run_example(name, path, platform, args.budget_s, pool, Path(work),
                                         lambda text: print(f"   {text}", flush=True)))
+                if args.json:  # after every problem: a run cut short keeps what it measured
+                    args.json.write_text(json.dumps([asdict(row) for row in rows], indent=2))
     print()
     print_table(rows)
-    if args.json:
-        args.json.write_text(json.dumps([asdict(row) for row in rows], indent=2))
 
 
 if __name__ == "__main__":

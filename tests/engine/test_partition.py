@@ -18,6 +18,7 @@ from kforge.engine.capture import LoweringError, capture
 from kforge.engine.lower import plan
 from kforge.engine.partition import Kernel, Partition, ViewStep, partition
 from kforge.engine.propose import propose
+from kforge.engine.standalone import is_standalone
 from kforge.problem import Problem, load_problem
 from kforge.verify.evaluate import evaluate
 from kforge.verify.verdict import Outcome
@@ -39,6 +40,8 @@ def _run_steps(parts: Partition, inputs: list[torch.Tensor], params: dict[str, t
     for step in parts.steps:
         if isinstance(step, Kernel):
             [env[step.output]] = ir.evaluate(step.program, [env[s.name] for s in step.program.inputs], params)
+        elif step.node.op in ir.COPY_OPS:
+            env[step.output] = ir.apply(step.node, [env[str(arg)] for arg in step.node.args])
         else:
             env[step.output] = _view(step.node, env[str(step.node.args[0])])
     return [env[name] for name in parts.graph.outputs]
@@ -72,10 +75,13 @@ def test_steps_in_order_compute_what_the_reference_computes(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", GRAPHS)
-def test_every_kernel_is_one_a_backend_can_plan(name: str) -> None:
+def test_every_kernel_is_one_a_backend_can_plan_or_a_standalone_op(name: str) -> None:
     _, parts = _parts(name)
     assert len(parts.kernels) >= 2
     for kernel in parts.kernels:
+        if is_standalone(kernel.program):  # a pooling window, a scan or a mask: a kernel of its own
+            assert len([n for n in kernel.program.nodes if n.op not in ir.VIEW_OPS]) == 1
+            continue
         lowered = plan(kernel.program)
         assert lowered.output == kernel.output
         assert not kernel.program.is_graph()
@@ -154,7 +160,7 @@ def test_composed_triton_solution_is_correct_in_the_interpreter(tmp_path: Path, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["graph_gru_like", "graph_conv_flatten_linear"])
+@pytest.mark.parametrize("name", ["graph_gru_like", "graph_pool_stem", "graph_scans", "graph_causal_attention"])
 def test_composed_cpp_solution_builds_once_and_is_correct(tmp_path: Path, name: str) -> None:
     found = propose(load_problem(FOLDER / f"{name}.py"), "cpp", limit=1)
     source = found.variants[0].source
@@ -164,3 +170,13 @@ def test_composed_cpp_solution_builds_once_and_is_correct(tmp_path: Path, name: 
     path.write_text(source)
     verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(trials=1))
     assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{source}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GRAPHS)
+def test_composed_triton_solution_is_correct_on_the_gpu(tmp_path: Path, name: str) -> None:
+    found = propose(load_problem(FOLDER / f"{name}.py"), "triton", limit=1)
+    path = tmp_path / "solution.py"
+    path.write_text(found.variants[0].source)
+    verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(platform="cuda", language="triton", trials=1))
+    assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{found.variants[0].source}"

@@ -139,6 +139,11 @@ _ROW_FUNCTIONS: dict[Any, str] = {torch.softmax: "softmax", F.softmax: "softmax"
                                   F.log_softmax: "log_softmax"}
 _VIEW_METHODS = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "view_as", "reshape_as"}
 _VIEW_FUNCTIONS = {torch.reshape, torch.unsqueeze, torch.squeeze, torch.flatten}
+_POOL_FUNCTIONS: dict[Any, tuple[str, int]] = {F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2),
+                                               F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2)}
+_ADAPTIVE_FUNCTIONS: dict[Any, tuple[str, int]] = {
+    F.adaptive_avg_pool1d: ("avg_pool", 1), F.adaptive_avg_pool2d: ("avg_pool", 2),
+    F.adaptive_max_pool1d: ("max_pool", 1), F.adaptive_max_pool2d: ("max_pool", 2)}
 _IDENTITY_METHODS = {"contiguous", "clone", "detach"}
 _HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", operator.matmul: "matmul",
                                     torch.mm: "matmul", torch.bmm: "bmm", F.conv1d: "conv1d", F.conv2d: "conv2d"}
@@ -294,6 +299,19 @@ class _Lowerer:
         if isinstance(module, nn.Identity) or (isinstance(module, nn.Dropout) and
                                                (module.p == 0 or not module.training)):
             return x
+        if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d)):
+            op = "max_pool" if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d)) else "avg_pool"
+            rank = 1 if isinstance(module, (nn.MaxPool1d, nn.AvgPool1d)) else 2
+            fields = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "count_include_pad",
+                      "divisor_override", "return_indices")
+            return self._pool(node, op, rank, x, {f: getattr(module, f) for f in fields if hasattr(module, f)})
+        if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool1d,
+                               nn.AdaptiveMaxPool2d)):
+            if getattr(module, "return_indices", False):
+                raise cannot_lower("adaptive_max_pool (returning indices)")
+            op = "avg_pool" if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d)) else "max_pool"
+            rank = 1 if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d)) else 2
+            return self._adaptive_pool(node, op, rank, x, module.output_size)
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             return self._batch_norm(node, x, module, path)
         if isinstance(module, (nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)):
@@ -384,6 +402,11 @@ class _Lowerer:
             return self._pieces(x, pieces, int(dim), name == "chunk")
         if name == "narrow":
             return self._narrow(node, x, *args[1:4])
+        if name in ("cumsum", "cumprod", "cummax"):
+            return self._scan(node, name, x, args[1] if len(args) > 1 else kwargs["dim"], kwargs)
+        if name in ("tril", "triu"):
+            diagonal = args[1] if len(args) > 1 else kwargs.get("diagonal", 0)
+            return self._emit(node, name, (x,), diagonal=int(diagonal), fill=0.0)
         if name in _CAST_METHODS:
             return self._emit(node, "cast", (x,))
         if name == "where":  # x.where(condition, y) is torch.where(condition, x, y)
@@ -439,6 +462,8 @@ class _Lowerer:
             return self._layer_norm(node, args[0], normalized, weight, bias, eps)
         if target in _VIEW_FUNCTIONS:
             return self._view(node, args[0])
+        if target is getattr and args[1] in ("values", "indices") and isinstance(args[0], tuple):
+            return self._getitem(node, args[0], 0 if args[1] == "values" else 1)
         if target is getattr and args[1] in ("T", "mT"):
             return self._transpose(node, args[0]) if args[1] == "mT" or len(self.program_shape(args[0])) <= 2 \
                 else self._permute(node, args[0], tuple(reversed(range(len(self.program_shape(args[0]))))))
@@ -463,6 +488,30 @@ class _Lowerer:
             if a is None or b is None:
                 raise cannot_lower(f"{target.__name__} (of sizes that vary between input sets)")
             return target(int(a), int(b)) if float(a).is_integer() and float(b).is_integer() else target(a, b)
+        if target in _POOL_FUNCTIONS:
+            op, rank = _POOL_FUNCTIONS[target]
+            names = ("input", "kernel_size", "stride", "padding", "dilation" if op == "max_pool" else "ceil_mode",
+                     "ceil_mode" if op == "max_pool" else "count_include_pad",
+                     "return_indices" if op == "max_pool" else "divisor_override")
+            options = {**dict(zip(names, args, strict=False)), **kwargs}
+            return self._pool(node, op, rank, options.pop("input"), options)
+        if target in _ADAPTIVE_FUNCTIONS:
+            op, rank = _ADAPTIVE_FUNCTIONS[target]
+            size = args[1] if len(args) > 1 else kwargs["output_size"]
+            return self._adaptive_pool(node, op, rank, args[0], size)
+        if target in (torch.cumsum, torch.cumprod, torch.cummax):
+            return self._scan(node, target.__name__, args[0], args[1] if len(args) > 1 else kwargs["dim"], kwargs)
+        if target in (torch.tril, torch.triu):
+            diagonal = args[1] if len(args) > 1 else kwargs.get("diagonal", 0)
+            return self._emit(node, target.__name__, (args[0],), diagonal=int(diagonal), fill=0.0)
+        if target in (torch.cat, torch.concat):
+            tensors = args[0]
+            dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+            if not all(isinstance(t, str) for t in tensors):
+                raise cannot_lower("cat (of values that are not tensors)")
+            return self._emit(node, "cat", tuple(tensors), dim=int(dim) % len(self.program_shape(tensors[0])))
+        if target is F.scaled_dot_product_attention:
+            return self._attention(node, args, kwargs)
         if target is F.dropout:
             training = args[2] if len(args) > 2 else kwargs.get("training", True)
             p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
@@ -573,6 +622,10 @@ class _Lowerer:
                 raise cannot_lower("getitem (a slice of chunks)")
             start, stop = bounds[index]
             return self._emit(node, "slice", (source,), dim=dim, start=start, stop=stop, step=1)
+        if isinstance(base, tuple) and len(base) == 2 and base[0] == "cummax":
+            if index != 0:
+                raise cannot_lower("cummax (its indices)")
+            return base[1]
         if isinstance(base, tuple) and len(base) == 2 and base[0] in ("argmax", "argmin"):
             if index != 0:
                 raise cannot_lower(base[0])
@@ -605,24 +658,86 @@ class _Lowerer:
             raise cannot_lower("slice (with a negative end)")
         return self._emit(node, "slice", args, dim=dim, start=start, stop=stop, step=1)
 
-    def _batched_matmul(self, node: torch.fx.Node, a: str, b: str) -> str:
-        """A matmul over several batch dims as a bmm: both operands viewed to one batch dim, the result back."""
-        shape, dtype, static = self._meta(node.name)
+    def _batched_matmul(self, name: str, a: str, b: str) -> str:
+        """A matmul over one or more batch dims as a bmm: both operands viewed to one batch dim (where they have
+        several), the result viewed back."""
         spec_a, spec_b = self.value(a), self.value(b)
-        if spec_a.shape[:-2] != spec_b.shape[:-2]:
+        if spec_a.shape[:-2] != spec_b.shape[:-2] or len(spec_a.shape) < 3:
             raise cannot_lower("matmul (with broadcast batch dims)")
+        shape = (*spec_a.shape[:-1], spec_b.shape[-1])
+        static = (*(spec_a.is_static(d) and spec_b.is_static(d) for d in range(len(shape) - 2)),
+                  spec_a.is_static(len(shape) - 2), spec_b.is_static(len(shape) - 1))
+        dtype = spec_a.dtype
+        if len(shape) == 3:
+            return self.add(name, "bmm", (a, b), shape, dtype, static)
         batch = math.prod(shape[:-2])
         batch_static = all(static[:-2])
         if not all(static[-2:]) or not all(spec_b.is_static(d) for d in (-2, -1)):
             raise cannot_lower("matmul (of matrices whose sizes vary)")
         flat_a = (batch, *spec_a.shape[-2:])
         flat_b = (batch, *spec_b.shape[-2:])
-        left = self.add(f"{node.name}_a", "view", (a,), flat_a, spec_a.dtype, (batch_static, True, True), shape=flat_a)
-        right = self.add(f"{node.name}_b", "view", (b,), flat_b, spec_b.dtype, (batch_static, True, True),
-                         shape=flat_b)
+        left = self.add(f"{name}_a", "view", (a,), flat_a, spec_a.dtype, (batch_static, True, True), shape=flat_a)
+        right = self.add(f"{name}_b", "view", (b,), flat_b, spec_b.dtype, (batch_static, True, True), shape=flat_b)
         flat = (batch, shape[-2], shape[-1])
-        product = self.add(f"{node.name}_bmm", "bmm", (left, right), flat, dtype, (batch_static, True, True))
-        return self.add(node.name, "view", (product,), shape, dtype, static, shape=shape)
+        product = self.add(f"{name}_bmm", "bmm", (left, right), flat, dtype, (batch_static, True, True))
+        return self.add(name, "view", (product,), shape, dtype, static, shape=shape)
+
+    def _attention(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> str:
+        """scaled_dot_product_attention as softmax(q @ k^T * scale [causal mask]) @ v: two batched GEMMs around a
+        row softmax (the partitioner makes them kernels)."""
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        options = {**dict(zip(names, args, strict=False)), **kwargs}
+        q, k, v = options["query"], options["key"], options["value"]
+        if options.get("attn_mask") is not None or options.get("dropout_p", 0.0) or options.get("enable_gqa"):
+            raise cannot_lower("scaled_dot_product_attention (with a mask, dropout or grouped heads)")
+        spec_q, spec_k = self.value(q), self.value(k)
+        rank = len(spec_k.shape)
+        order = list(range(rank))
+        order[-2], order[-1] = order[-1], order[-2]
+        k_t = self.add(f"{node.name}_key_t", "permute", (k,), tuple(spec_k.shape[d] for d in order), spec_k.dtype,
+                       tuple(spec_k.is_static(d) for d in order), dims=tuple(order))
+        scores = self._batched_matmul(f"{node.name}_scores", q, k_t)
+        scale = options.get("scale")
+        scale = float(scale) if scale is not None else spec_q.shape[-1] ** -0.5
+        spec = self.value(scores)
+        static = tuple(spec.is_static(d) for d in range(len(spec.shape)))
+        scaled = self.add(f"{node.name}_scaled", "mul", (scores, scale), spec.shape, spec.dtype, static)
+        if options.get("is_causal"):
+            scaled = self.add(f"{node.name}_causal", "tril", (scaled,), spec.shape, spec.dtype, static, diagonal=0,
+                              fill=float("-inf"))
+        weights = self.add(f"{node.name}_weights", "softmax", (scaled,), spec.shape, spec.dtype, static,
+                           dim=len(spec.shape) - 1)
+        return self._batched_matmul(node.name, weights, v)
+
+    def _pool(self, node: torch.fx.Node, op: str, rank: int, x: Any, options: dict[str, Any]) -> str:
+        """max or average pooling over the last `rank` dims, with PyTorch's defaults (stride: the window)."""
+        if options.get("return_indices"):
+            raise cannot_lower(f"{op} (returning indices)")
+        kernel = _ntuple(options["kernel_size"], rank)
+        stride = _ntuple(options.get("stride") or kernel, rank)
+        attrs: dict[str, Any] = {"kernel": kernel, "stride": stride,
+                                 "padding": _ntuple(options.get("padding", 0), rank),
+                                 "dilation": _ntuple(options.get("dilation", 1), rank),
+                                 "ceil_mode": bool(options.get("ceil_mode", False))}
+        if op == "avg_pool":
+            attrs["count_include_pad"] = bool(options.get("count_include_pad", True))
+            divisor = options.get("divisor_override")
+            attrs["divisor"] = None if divisor is None else int(divisor)
+        return self._emit(node, op, (x,), **attrs)
+
+    def _adaptive_pool(self, node: torch.fx.Node, op: str, rank: int, x: Any, size: Any) -> str:
+        """Adaptive pooling: a reduction where the output is one element per plane, a pool with a window of
+        the input's size over the output's where that divides evenly."""
+        spec = self.value(x)
+        wanted = _ntuple(size, rank)
+        dims = list(range(len(spec.shape) - rank, len(spec.shape)))
+        if all(size == 1 for size in wanted):
+            return decompose.reduce_dims(self, node.name, "mean" if op == "avg_pool" else "amax", x, dims, True)
+        sizes = [spec.shape[d] for d in dims]
+        if any(not spec.is_static(d) for d in dims) or any(n % w for n, w in zip(sizes, wanted, strict=True)):
+            raise cannot_lower(f"adaptive_{op}{rank}d (to a size that does not divide the input's)")
+        window = tuple(n // w for n, w in zip(sizes, wanted, strict=True))
+        return self._pool(node, op, rank, x, {"kernel_size": window, "stride": window})
 
     def _permute(self, node: torch.fx.Node, x: Any, order: Any) -> str:
         if not isinstance(x, str):
@@ -689,6 +804,19 @@ class _Lowerer:
                 return source.shape[dim]
         return None
 
+    def _scan(self, node: torch.fx.Node, op: str, x: Any, dim: Any, kwargs: dict[str, Any]) -> Any:
+        if kwargs.get("dtype") is not None:
+            raise cannot_lower(f"{op} (with a dtype)")
+        if not isinstance(x, str):
+            raise cannot_lower(f"{op} (of a value that is no tensor)")
+        spec = self.value(x)
+        dim = int(dim) % len(spec.shape)
+        if op != "cummax":
+            return self._emit(node, op, (x,), dim=dim)
+        # torch.cummax returns (values, indices): only the values may be used (see _getitem).
+        static = tuple(spec.is_static(d) for d in range(len(spec.shape)))
+        return ("cummax", self.add(node.name, "cummax", (x,), spec.shape, spec.dtype, static, dim=dim))
+
     def _narrow(self, node: torch.fx.Node, x: Any, dim: int, start: int, length: int) -> str:
         if not all(isinstance(v, int) for v in (dim, start, length)) or start < 0:
             raise cannot_lower("narrow (with bounds that are not non-negative constants)")
@@ -707,7 +835,7 @@ class _Lowerer:
         if op in ("matmul", "bmm"):
             rank_a, rank_b = (len(self.program_shape(a)) for a in args[:2])
             if op == "matmul" and rank_a == rank_b > 3:
-                return self._batched_matmul(node, str(args[0]), str(args[1]))
+                return self._batched_matmul(node.name, str(args[0]), str(args[1]))
             if op == "matmul" and not (rank_b == 2 and rank_a >= 1) and not (rank_a == rank_b == 3):
                 raise cannot_lower("matmul (of these ranks)")
             return self._emit(node, "bmm" if op == "matmul" and rank_a == rank_b == 3 else op, (args[0], args[1]))

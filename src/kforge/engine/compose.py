@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kforge.engine.capture import cannot_lower
@@ -203,7 +204,7 @@ def _model(parts: Partition) -> str:
             body.append(f"        {value(step.output)} = self.kernel_{index}.forward({arguments})")
             index += 1
         else:
-            body.append(f"        {value(step.output)} = {_view_expression(step, value(str(step.node.args[0])))}")
+            body.append(f"        {value(step.output)} = {_python_step(step, value)}")
     returned = ", ".join(value(name) for name in graph.outputs)
     if len(graph.outputs) > 1:
         returned = f"({returned})"
@@ -221,8 +222,12 @@ def _model(parts: Partition) -> str:
     ])
 
 
-def _view_expression(step: ViewStep, source: str) -> str:
+def _python_step(step: ViewStep, value: Callable[[str], str]) -> str:
+    """The expression computing a view or a copy between kernels, from the values' Python expressions."""
     node = step.node
+    if node.op == "cat":
+        return f"torch.cat([{', '.join(value(str(arg)) for arg in node.args)}], dim={node.attr('dim')})"
+    source = value(str(node.args[0]))
     if node.op == "permute":
         return f"{source}.permute({', '.join(str(d) for d in node.attr('dims'))})"
     if node.op == "view":

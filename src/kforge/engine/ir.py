@@ -35,6 +35,10 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
 - `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped);
   `permute`: `dims` (a permutation; the backends leave it to Python between kernels);
   a slice whose end is a run-time size has args `(x, stop)`, `stop` naming a `size` node (the attr is None);
+- `max_pool`/`avg_pool`: `kernel`, `stride`, `padding`, `dilation` (tuples, one per pooled dim: the last one
+  or two), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
+- `cumsum`/`cumprod`/`cummax` (values only): `dim`; `tril`/`triu`: `diagonal`, `fill` (what the cut-off part
+  becomes: 0.0, or -inf for an attention mask); `cat`: `dim`, args the tensors joined;
 - `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
   values (shape ()) computed from sizes by pointwise ops (`log(n)`) are ordinary nodes.
 
@@ -80,8 +84,16 @@ REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
 ROW_OPS = ("softmax", "log_softmax", "layer_norm")
 VIEW_OPS = ("view", "slice", "permute")
 SCALAR_OPS = ("size",)
+# Ops that make a kernel of their own (engine/standalone.py), reading one input in full: sliding windows,
+# scans along a dim, triangular masks of the last two dims.
+WINDOW_OPS = ("max_pool", "avg_pool")
+SCAN_OPS = ("cumsum", "cumprod", "cummax")
+MASK_OPS = ("tril", "triu")
+STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS
+# Data movement the composed forward does in Python between kernels.
+COPY_OPS = ("cat",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
-ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS
+ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS + STANDALONE_OPS + COPY_OPS
 
 
 class IRError(ValueError):
@@ -309,7 +321,31 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
         return args[0][tuple(index)]
     if op == "size":
         return torch.tensor(float(args[0].shape[node.attr("dim")]), dtype=torch.float64)
+    if op in STANDALONE_OPS or op in COPY_OPS:
+        return _apply_standalone(node, args)
     return _apply_heavy(node, args)
+
+
+def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
+    op, x = node.op, args[0]
+    if op == "cat":
+        return torch.cat(args, dim=node.attr("dim"))
+    if op in SCAN_OPS:
+        dim = node.attr("dim")
+        return torch.cummax(x, dim).values if op == "cummax" else getattr(torch, op)(x, dim)
+    if op in MASK_OPS:
+        keep = getattr(torch, op)(torch.ones(x.shape[-2:], dtype=torch.bool, device=x.device), node.attr("diagonal"))
+        return torch.where(keep, x, torch.full((), node.attr("fill"), dtype=x.dtype, device=x.device))
+    rank = len(node.attr("kernel"))
+    options = {"kernel_size": node.attr("kernel"), "stride": node.attr("stride"), "padding": node.attr("padding"),
+               "ceil_mode": node.attr("ceil_mode")}
+    if op == "max_pool":
+        pool = F.max_pool1d if rank == 1 else F.max_pool2d
+        return pool(x, dilation=node.attr("dilation"), **options)
+    if rank == 1:
+        return F.avg_pool1d(x, count_include_pad=node.attr("count_include_pad"), **options)
+    return F.avg_pool2d(x, count_include_pad=node.attr("count_include_pad"), divisor_override=node.attr("divisor"),
+                        **options)
 
 
 def _apply_heavy(node: Node, args: list[Any]) -> torch.Tensor:

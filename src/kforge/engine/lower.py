@@ -121,5 +121,7 @@ def _check_single_reduction_structure(pre: list[ir.Node], reduction: ir.Node | N
         for node in post:
             if any(arg in pre_names for arg in node.value_args):
                 raise cannot_lower(f"{node.op} (mixing values from before and after a reduction)")
+            if node.shape != reduction.shape and node.shape != ():
+                raise cannot_lower(f"{node.op} (a reduction's result broadcast back to a larger shape)")
     if pre and output in pre_names:
         raise cannot_lower("a forward whose output does not depend on its reduction", op=False)

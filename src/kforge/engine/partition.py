@@ -125,7 +125,11 @@ class _Cut:
         return node.shape == () and node.dtype == "float64"
 
     def _is_kernel_node(self, node: ir.Node) -> bool:
-        return node.op not in ir.VIEW_OPS and not self._is_scalar(node)
+        return node.op not in ir.VIEW_OPS and node.op not in ir.COPY_OPS and not self._is_scalar(node)
+
+    def _alone(self, node: ir.Node) -> bool:
+        """A heavy op or a standalone op: it starts a kernel, and nothing before it joins that kernel."""
+        return node.op in ir.HEAVY_OPS or node.op in ir.STANDALONE_OPS
 
     def _base(self, name: str) -> str:
         """The value a chain of views starts from."""
@@ -135,7 +139,7 @@ class _Cut:
 
     def _feeds_heavy(self, view: ir.Node) -> bool:
         for user in self.users[view.name]:
-            if user.op in ir.HEAVY_OPS or (user.op in ir.VIEW_OPS and self._feeds_heavy(user)):
+            if self._alone(user) or (user.op in ir.VIEW_OPS and self._feeds_heavy(user)):
                 return True
         return False
 
@@ -144,7 +148,8 @@ class _Cut:
         sets; views feeding a heavy op (whose operands a kernel reads as they are) and those returned. Every
         other view (slices of anything, reshapes of graph inputs and parameters) is read in place by the kernels
         that use it."""
-        steps = {node.name for node in self.graph.nodes if node.op in ir.VIEW_OPS and self._in_python(node)}
+        steps = {node.name for node in self.graph.nodes
+                 if node.op in ir.COPY_OPS or (node.op in ir.VIEW_OPS and self._in_python(node))}
         for node in reversed(self.graph.nodes):  # the views these are taken through are done in Python too
             if node.name in steps and str(node.args[0]) in self.nodes and \
                     self.nodes[str(node.args[0])].op in ir.VIEW_OPS:
@@ -179,7 +184,7 @@ class _Cut:
         of Python views, and tensors whose sizes a scalar reads."""
         exported = {name for name in self.graph.outputs if name in self.nodes}
         for node in self.graph.nodes:
-            if node.op in ir.HEAVY_OPS or node.name in self.view_steps or node.op == "size":
+            if self._alone(node) or node.name in self.view_steps or node.op == "size":
                 exported.update(arg for arg in node.value_args if arg in self.nodes)
         return {name for name in exported if self._is_kernel_node(self.nodes[name])}
 
@@ -191,7 +196,7 @@ class _Cut:
         for node in self.kernel_nodes:
             target = None
             sources = [group_of[name] for name in self.producers(node)]
-            if node.op not in ir.HEAVY_OPS:
+            if not self._alone(node):
                 # Any open kernel that runs after every producer, the newest first; a node that reads only the
                 # graph's inputs joins only a kernel whose result has its shape.
                 for index in range(len(groups) - 1, max(sources, default=0) - 1, -1):
@@ -206,7 +211,7 @@ class _Cut:
             else:
                 groups[target].append(node)
             group_of[node.name] = target
-            if node.name in forced:
+            if node.name in forced or node.op in ir.STANDALONE_OPS:
                 is_open[target] = False
         return groups
 

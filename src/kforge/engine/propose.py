@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kforge.engine import cpp_backend, ir, triton_backend
+from kforge.engine import cpp_backend, ir, standalone, triton_backend
 from kforge.engine.capture import LoweringError, capture
 from kforge.engine.compose import compose
 from kforge.engine.partition import Kernel, Partition, ViewStep, partition
@@ -53,18 +53,26 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
         return True
 
     parts = partition(captured, accepts)
-    if len(parts.kernels) < 2 and not any(isinstance(step, ViewStep) for step in parts.steps) and refusal:
+    if len(parts.kernels) < 2 and not any(isinstance(step, ViewStep) for step in parts.steps) and \
+            not standalone.is_standalone(parts.kernels[0].program) and refusal:
         raise refusal  # one kernel after all: the single-kernel refusal says why
     return _composed(parts, backend, problem.source, vendor_gemm, limit)
 
 
 def _backend(language: str) -> Backend:
-    if language == "cpp":
-        return cpp_backend.variants
-    if language == "triton":
-        return triton_backend.variants
-    raise LoweringError(f"builtin engine: no backend writes {language}; use --language cpp or triton, "
-                        "or configure a model with --model")
+    """The renderer of single-kernel programs in `language`: its backend, or standalone kernels' writer."""
+    if language not in ("cpp", "triton"):
+        raise LoweringError(f"builtin engine: no backend writes {language}; use --language cpp or triton, "
+                            "or configure a model with --model")
+    fused = cpp_backend.variants if language == "cpp" else triton_backend.variants
+
+    def render(program: ir.Program, source: str, vendor_gemm: bool = False,
+               limit: int = 3) -> list[tuple[dict[str, Any], str]]:
+        if standalone.is_standalone(program):
+            return standalone.variants(program, source, language, limit=limit)
+        return fused(program, source, vendor_gemm=vendor_gemm, limit=limit)
+
+    return render
 
 
 def _rendered(backend: Backend, program: ir.Program, source: str, vendor_gemm: bool,

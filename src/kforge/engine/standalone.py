@@ -1,0 +1,101 @@
+"""Standalone kernels: ops that make a kernel of their own, for the C++ and Triton backends.
+
+Pooling windows, scans along a dim and triangular masks read their input in a pattern the fused epilogue
+kernels do not have (a window, a running value, an element's position), so the partitioner gives each its own
+kernel (`ir.STANDALONE_OPS`) and this module writes it: a whole solution file, in the form the backends write
+theirs (`compose` joins it with the others). Templates: `kforge/data/engine/standalone/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from kforge.engine import ir
+from kforge.engine.capture import cannot_lower
+from kforge.engine.construct import REFERENCE_CLASS, reference_source
+from kforge.templating import template_environment
+
+# Configurations the Triton kernels are offered in, the default first.
+TRITON_CONFIGS: dict[str, tuple[dict[str, int], ...]] = {
+    "pool": ({"BLOCK": 256, "num_warps": 4}, {"BLOCK": 1024, "num_warps": 8}),
+    "scan": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
+    "mask": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
+}
+_KINDS = {**{op: "pool" for op in ir.WINDOW_OPS}, **{op: "scan" for op in ir.SCAN_OPS},
+          **{op: "mask" for op in ir.MASK_OPS}}
+
+
+def is_standalone(program: ir.Program) -> bool:
+    """Whether `program` is one standalone op (a kernel this module writes)."""
+    return any(node.op in ir.STANDALONE_OPS for node in program.nodes)
+
+
+def variants(program: ir.Program, problem_source: str, language: str,
+             limit: int = 2) -> list[tuple[dict[str, Any], str]]:
+    """(configuration, solution file) pairs for a one-op program, the default first; LoweringError otherwise."""
+    node = _the_op(program)
+    context = _context(node, program)
+    reference = reference_source(problem_source).strip()
+    if language == "cpp":
+        if node.dtype != "float32":
+            raise cannot_lower(f"{node.op} in {node.dtype} (the C++ backend computes in float32)")
+        return [({}, _cpp_solution(context, reference))]
+    if language != "triton":
+        raise cannot_lower(f"{node.op} (no standalone kernel in {language})")
+    environment = template_environment("kforge", "data/engine/standalone", trim_blocks=True)
+    found = []
+    for config in TRITON_CONFIGS[context["kind"]][:limit]:
+        text = ", ".join(f"{key}={value}" for key, value in config.items())
+        found.append((dict(config), environment.get_template("triton.py.j2").render(
+            **context, config=config, config_text=text, reference=reference)))
+    return found
+
+
+def _the_op(program: ir.Program) -> ir.Node:
+    ops = [node for node in program.nodes if node.op not in ir.VIEW_OPS]
+    if len(ops) != 1 or ops[0].op not in ir.STANDALONE_OPS or len(program.inputs) != 1 or program.params \
+            or ops[0].args != (program.inputs[0].name,) or program.outputs != (ops[0].name,):
+        raise cannot_lower("a standalone op with other work in its kernel", op=False)
+    return ops[0]
+
+
+def _context(node: ir.Node, program: ir.Program) -> dict[str, Any]:
+    kind = _KINDS[node.op]
+    context: dict[str, Any] = {"kind": kind, "op": node.op}
+    if kind == "pool":
+        rank = len(node.attr("kernel"))
+
+        def pair(key: str, pad: int) -> tuple[int, int]:
+            values = tuple(int(v) for v in node.attr(key))
+            return values if rank == 2 else (pad, values[0])  # type: ignore[return-value]
+
+        context.update(two_d=rank == 2, k=pair("kernel", 1), s=pair("stride", 1), p=pair("padding", 0),
+                       d=pair("dilation", 1), ceil=str(bool(node.attr("ceil_mode"))).lower(),
+                       ceil_py=str(bool(node.attr("ceil_mode"))),
+                       include_pad=bool(node.attr("count_include_pad", True)), divisor=node.attr("divisor"))
+        context["summary"] = (f"{node.op}{rank}d, window {node.attr('kernel')}, stride {node.attr('stride')}, "
+                              f"padding {node.attr('padding')}")
+    elif kind == "scan":
+        identity = {"cumsum": "0.0", "cumprod": "1.0", "cummax": 'float("-inf")'}[node.op]
+        context.update(dim=int(node.attr("dim")), identity=identity,
+                       summary=f"{node.op} along dim {node.attr('dim')}")
+    else:
+        fill = float(node.attr("fill", 0.0))
+        context.update(diagonal=int(node.attr("diagonal", 0)), fill_value=fill,
+                       fill='float("-inf")' if fill == float("-inf") else repr(fill),
+                       summary=f"{node.op} (diagonal {node.attr('diagonal', 0)}) of the last two dims")
+    program.spec(node.name)  # the node belongs to the program
+    return context
+
+
+def _cpp_solution(context: dict[str, Any], reference: str) -> str:
+    fill = context.get("fill_value", 0.0)
+    cpp_fill = ("-std::numeric_limits<float>::infinity()" if fill == float("-inf") else f"{fill!r}f")
+    cpp = template_environment("kforge", "data/engine/standalone").get_template("kernels.cpp.j2").render(
+        **{**context, "fill": cpp_fill}).strip()
+    digest = hashlib.sha256(cpp.encode()).hexdigest()[:12]
+    return template_environment("kforge", "data/engine/cpp").get_template("solution.py.j2").render(
+        docstring=f"Generated by kforge's builtin engine (no LLM) for the CPU: {context['summary']}.", cpp=cpp,
+        extension=f"kforge_builtin_{digest}", functions=["forward"], reference=reference,
+        reference_class=REFERENCE_CLASS, prepared=[], inputs=["x"], scalar_lines=[], call_args=["x"])
