@@ -124,6 +124,8 @@ def _run_example(name: str, path: Path, platform: str, budget_s: float, pool: Wo
     row.vs_eager, row.vs_compile = final.speedup_vs_eager, final.speedup_vs_compile
     if not final.correct:
         row.note = final.reason[:120]
+    elif final.compile_ms is None and final.warnings:
+        row.note = "no torch.compile figure: " + final.warnings[0][:200]
     elif final.runtime_ms:
         fill_roofline(row, problem, platform, final.runtime_ms)
     return row

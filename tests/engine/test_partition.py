@@ -180,3 +180,18 @@ def test_composed_triton_solution_is_correct_on_the_gpu(tmp_path: Path, name: st
     path.write_text(found.variants[0].source)
     verdict = evaluate(FOLDER / f"{name}.py", path, fast_options(platform="cuda", language="triton", trials=1))
     assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{found.variants[0].source}"
+
+
+def test_a_moved_module_reads_its_new_buffers(tmp_path: Path) -> None:
+    """Moving or converting a module replaces its buffers (running statistics): the kernels read the new ones."""
+    pytest.importorskip("triton", reason="Triton is not installed")
+    problem = load_problem(FOLDER / "graph_batchnorm1d_eval.py")
+    path = tmp_path / "solution.py"
+    path.write_text(propose(problem, "triton", limit=1).variants[0].source)
+    namespace: dict[str, object] = {}
+    # The engine's own file, built (no kernel runs) in this test process: kforge itself never does this.
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    model = namespace["ModelNew"](*problem.init_inputs()).double()  # type: ignore[operator]
+    held = [tensor for module in model.modules() for tensor in getattr(module, "params", ())]
+    assert held and all(tensor.dtype == torch.float64 for tensor in held)
+    assert any(tensor is model.reference.norm.running_mean for tensor in held)
