@@ -198,9 +198,9 @@ class _Cut:
             sources = [group_of[name] for name in self.producers(node)]
             if not self._alone(node):
                 # Any open kernel that runs after every producer, the newest first; a node that reads only the
-                # graph's inputs joins only a kernel whose result has its shape.
+                # graph's inputs and parameters joins only a kernel whose result its own broadcasts to.
                 for index in range(len(groups) - 1, max(sources, default=0) - 1, -1):
-                    if is_open[index] and (sources or groups[index][-1].shape == node.shape) and \
+                    if is_open[index] and (sources or _broadcasts(node.shape, groups[index][-1].shape)) and \
                             self._fits([*groups[index], node]):
                         target = index
                         break
@@ -307,6 +307,12 @@ class _Cut:
             needed = {spec.name for spec in reads} if isinstance(step, Kernel) else set(step.node.value_args)
             sorter.add(key, *sorted({produced_by[name] for name in needed if name in produced_by} - {key}))
         return tuple(steps[key] for key in sorter.static_order())
+
+
+def _broadcasts(small: ir.Shape, large: ir.Shape) -> bool:
+    """Whether a value of shape `small` broadcasts to `large` without growing it."""
+    return len(small) <= len(large) and all(s in (1, n) for s, n in zip(reversed(small), reversed(large),
+                                                                          strict=False))
 
 
 def _spec_of(node: ir.Node) -> ir.TensorSpec:
