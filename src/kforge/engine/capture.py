@@ -691,14 +691,19 @@ class _Lowerer:
         if options.get("attn_mask") is not None or options.get("dropout_p", 0.0) or options.get("enable_gqa"):
             raise cannot_lower("scaled_dot_product_attention (with a mask, dropout or grouped heads)")
         spec_q, spec_k = self.value(q), self.value(k)
+        scale = options.get("scale")
+        scale = float(scale) if scale is not None else spec_q.shape[-1] ** -0.5
+        spec_v = self.value(v)
+        if spec_q.shape[:-2] == spec_k.shape[:-2] == spec_v.shape[:-2] and len(spec_q.shape) >= 3 and \
+                spec_q.dtype == spec_k.dtype == spec_v.dtype:
+            # One fused kernel (an online softmax over blocks of keys): the scores never reach memory.
+            return self._emit(node, "attention", (q, k, v), scale=scale, causal=bool(options.get("is_causal")))
         rank = len(spec_k.shape)
         order = list(range(rank))
         order[-2], order[-1] = order[-1], order[-2]
         k_t = self.add(f"{node.name}_key_t", "permute", (k,), tuple(spec_k.shape[d] for d in order), spec_k.dtype,
                        tuple(spec_k.is_static(d) for d in order), dims=tuple(order))
         scores = self._batched_matmul(f"{node.name}_scores", q, k_t)
-        scale = options.get("scale")
-        scale = float(scale) if scale is not None else spec_q.shape[-1] ** -0.5
         spec = self.value(scores)
         static = tuple(spec.is_static(d) for d in range(len(spec.shape)))
         scaled = self.add(f"{node.name}_scaled", "mul", (scores, scale), spec.shape, spec.dtype, static)

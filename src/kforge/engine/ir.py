@@ -39,6 +39,8 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
   or two), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
 - `cumsum`/`cumprod`/`cummax` (values only): `dim`; `tril`/`triu`: `diagonal`, `fill` (what the cut-off part
   becomes: 0.0, or -inf for an attention mask); `cat`: `dim`, args the tensors joined;
+- `attention`: args `(q, k, v)`, attrs `scale` (float), `causal` (bool): softmax(q k^T * scale) v over the
+  last two dims, the causal mask keeping key j <= query i;
 - `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
   values (shape ()) computed from sizes by pointwise ops (`log(n)`) are ordinary nodes.
 
@@ -89,7 +91,8 @@ SCALAR_OPS = ("size",)
 WINDOW_OPS = ("max_pool", "avg_pool")
 SCAN_OPS = ("cumsum", "cumprod", "cummax")
 MASK_OPS = ("tril", "triu")
-STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS
+ATTENTION_OPS = ("attention",)
+STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS
 # Data movement the composed forward does in Python between kernels.
 COPY_OPS = ("cat",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
@@ -328,6 +331,9 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
 
 def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
     op, x = node.op, args[0]
+    if op == "attention":
+        return F.scaled_dot_product_attention(args[0], args[1], args[2], is_causal=bool(node.attr("causal")),
+                                              scale=node.attr("scale"))
     if op == "cat":
         return torch.cat(args, dim=node.attr("dim"))
     if op in SCAN_OPS:
