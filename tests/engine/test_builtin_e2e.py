@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kforge.store import Store
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, PROBLEMS
 
 
 def optimize(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -50,3 +50,23 @@ def test_builtin_engine_writes_a_correct_faster_solution_and_resumes_without_red
     assert "vs eager" in resumed.stdout
     with Store(db) as store:
         assert len(store.attempts_of(run.id)) == judged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("network", ["graph_mlp_two_heads", "graph_pool_stem"])
+def test_builtin_engine_optimizes_a_whole_network(tmp_path: Path, network: str) -> None:
+    """A forward of several GEMMs, convolutions, pools and outputs: one solution file whose kernels run in order,
+    judged correct by the harness on every input set, written with its figures against eager."""
+    db, out = tmp_path / "runs.db", tmp_path / "best.py"
+    problem = PROBLEMS / "engine" / f"{network}.py"
+    result = optimize(problem, "--model", "builtin", "--platform", "cpu", "--out", out, "--db", db,
+                      "--baseline", "eager", "--rep-ms", "100", "--timing-rounds", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "builtin: partitioned into" in result.stdout + result.stderr and f"wrote {out}" in result.stdout
+    source = out.read_text()
+    assert source.count("load_inline(") == 1 and "class _Kernel1(nn.Module)" in source
+    with Store(db) as store:
+        run = store.list_runs()[0]
+        best = store.best_attempt(run.id)
+        assert best is not None and best.attempt.source == source
+        assert best.evaluation.verdict == "correct" and best.evaluation.eager_ms

@@ -48,11 +48,16 @@ def variants(program: ir.Program, problem_source: str, language: str,
     if language != "triton":
         raise cannot_lower(f"{node.op} (no standalone kernel in {language})")
     environment = template_environment("kforge", "data/engine/standalone", trim_blocks=True)
+    configs = list(TRITON_CONFIGS[context["kind"]])
+    if context["kind"] == "attention" and node.dtype == "float32":
+        # float32 accuracy either through tensor cores (three TF32 products) or plain FMAs, the former first
+        configs = [{**config, "precision": precision} for config in configs for precision in ("tf32x3", "ieee")]
     found = []
-    for config in TRITON_CONFIGS[context["kind"]][:limit]:
+    for config in configs[:limit]:
         text = ", ".join(f"{key}={value}" for key, value in config.items())
+        extra = {"precision": f', input_precision="{config["precision"]}"'} if "precision" in config else {}
         found.append((dict(config), environment.get_template("triton.py.j2").render(
-            **context, config=config, config_text=text, reference=reference)))
+            **{**context, **extra}, config=config, config_text=text, reference=reference)))
     return found
 
 
