@@ -69,4 +69,4 @@ def test_builtin_engine_optimizes_a_whole_network(tmp_path: Path, network: str) 
         run = store.list_runs()[0]
         best = store.best_attempt(run.id)
         assert best is not None and best.attempt.source == source
-        assert best.evaluation.verdict == "correct" and best.evaluation.eager_ms
+        assert best.evaluation.verdict["verdict"] == "correct" and best.evaluation.verdict["eager_ms"]

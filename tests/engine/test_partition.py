@@ -195,3 +195,10 @@ def test_a_moved_module_reads_its_new_buffers(tmp_path: Path) -> None:
     held = [tensor for module in model.modules() for tensor in getattr(module, "params", ())]
     assert held and all(tensor.dtype == torch.float64 for tensor in held)
     assert any(tensor is model.reference.norm.running_mean for tensor in held)
+
+
+def test_a_reduction_over_the_last_dims_is_one_kernel_over_their_merged_view() -> None:
+    _, parts = _parts("graph_pool_stem")  # adaptive_avg_pool2d(y, 1): a mean over the last two dims
+    assert parts.summary() == "conv2d+relu | max_pool | avg_pool | view | mean | view | view | linear"
+    _, parts = _parts("graph_full_reductions")  # (x * y).sum(): all dims of a static shape, one reduction
+    assert parts.summary().split(" | ").count("sum") == 1

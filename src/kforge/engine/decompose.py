@@ -15,6 +15,7 @@ of floating-point sums), and the partitioner cuts the result into kernels where 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -37,11 +38,28 @@ def _static(spec: ir.TensorSpec | ir.Node) -> tuple[bool, ...]:
 
 
 def reduce_dims(builder: Builder, name: str, op: str, x: str, dims: Sequence[int], keepdim: bool) -> str:
-    """`op` of `x` over `dims` (non-negative, distinct) as one keepdim reduction per dim; the result is `name`."""
+    """`op` of `x` over `dims` (non-negative, distinct) as one keepdim reduction per dim; the result is `name`.
+    Trailing dims of static sizes are first viewed as one (a reshape, no copy for a contiguous tensor), so a
+    reduction over the last k dims is one kernel."""
     spec = builder.value(x)
+    rank = len(spec.shape)
+    ordered = sorted(set(dims), reverse=True)
+    trailing = [d for d in range(rank - 1, -1, -1) if d in ordered and all(e in ordered for e in range(d, rank))]
+    if len(trailing) > 1 and all(spec.is_static(d) for d in trailing):
+        first = trailing[-1]
+        merged_shape = (*spec.shape[:first], math.prod(spec.shape[first:]))
+        merged_static = (*_static(spec)[:first], True)
+        merged = builder.add(f"{name}_merged", "view", (x,), merged_shape, spec.dtype, merged_static,
+                             shape=merged_shape)
+        rest = [d for d in ordered if d < first] + [first]
+        reduced = reduce_dims(builder, f"{name}_flat" if keepdim else name, op, merged, rest, keepdim)
+        if not keepdim:
+            return reduced
+        kept_shape = tuple(1 if d in ordered else size for d, size in enumerate(spec.shape))
+        kept_static = tuple(d in ordered or spec.is_static(d) for d in range(rank))
+        return builder.add(name, "view", (reduced,), kept_shape, spec.dtype, kept_static, shape=kept_shape)
     shape, static = list(spec.shape), list(_static(spec))
     current = x
-    ordered = sorted(set(dims), reverse=True)
     for position, dim in enumerate(ordered):
         shape[dim], static[dim] = 1, True
         last = position == len(ordered) - 1
