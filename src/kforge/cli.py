@@ -218,6 +218,9 @@ def optimize_command(
     min_speedup: Annotated[float | None, typer.Option(
         help="Count the run as not successful (exit 1) when its best is not at least this many times faster "
              "than PyTorch eager; the kernel is still written.")] = None,
+    time_budget: Annotated[float | None, typer.Option(
+        min=1, help="Seconds of search: the builtin engine's tuning and the model's calls (default: the model's "
+                    "budgets alone; the engine tunes for at most 600 s).")] = None,
 ) -> None:
     """Generate, verify and refine a kernel: the KForge loop, or the staged pipeline (--pipeline staged).
 
@@ -256,7 +259,8 @@ def optimize_command(
                     kernel=kernel, stages=stages, reference=reference, retries=retries, eval_options=eval_options,
                     loop=LoopSettings(attempts=attempts, rounds=rounds, candidates=candidates, patience=patience),
                     send_images=images, max_output_tokens=settings.max_output_tokens,
-                    temperature=settings.temperature, builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm)
+                    temperature=settings.temperature, builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm,
+                    time_budget_s=time_budget)
                 if request.model == BUILTIN:
                     check_builtin(request)  # a problem it cannot lower ends here, before a run is recorded
             chat = _chat_model(request, settings)  # a model that cannot be used ends here too

@@ -60,13 +60,15 @@ def test_builtin_engine_optimizes_a_whole_network(tmp_path: Path, network: str) 
     db, out = tmp_path / "runs.db", tmp_path / "best.py"
     problem = PROBLEMS / "engine" / f"{network}.py"
     result = optimize(problem, "--model", "builtin", "--platform", "cpu", "--out", out, "--db", db,
-                      "--baseline", "eager", "--rep-ms", "100", "--timing-rounds", "1", cwd=tmp_path)
+                      "--baseline", "eager", "--rep-ms", "100", "--timing-rounds", "1", "--time-budget", "400",
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "builtin: partitioned into" in result.stdout + result.stderr and f"wrote {out}" in result.stdout
     source = out.read_text()
     assert source.count("load_inline(") == 1 and "class _Kernel1(nn.Module)" in source
     with Store(db) as store:
         run = store.list_runs()[0]
+        assert run.settings["time_budget_s"] == 400  # the engine's tuning budget, kept for --resume
         best = store.best_attempt(run.id)
         assert best is not None and best.attempt.source == source
         assert best.evaluation.verdict["verdict"] == "correct" and best.evaluation.verdict["eager_ms"]
