@@ -66,12 +66,12 @@ def test_optimize_without_a_model_uses_the_builtin_engine_and_says_so(tmp_path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KFORGE_", "OPENAI_", "ANTHROPIC_"))}
     # A problem the engine cannot lower: the run ends at once, with one line naming the operation.
     result = subprocess.run([sys.executable, "-m", "kforge", "optimize",
-                             str(PROBLEMS / "engine" / "ea_unsupported_flip.py"), "--platform", "cpu",
+                             str(PROBLEMS / "engine" / "ea_unsupported_sort.py"), "--platform", "cpu",
                              "--db", str(tmp_path / "runs.db"), "--out", str(tmp_path / "best.py")],
                             capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert result.returncode == 1
     assert "no model configured: using the builtin engine" in result.stderr
-    assert "builtin engine: cannot lower aten.flip; configure a model with --model" in result.stderr
+    assert "builtin engine: cannot lower aten.sort; configure a model with --model" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "best.py").exists()
 
 

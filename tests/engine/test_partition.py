@@ -160,7 +160,8 @@ def test_composed_triton_solution_is_correct_in_the_interpreter(tmp_path: Path, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["graph_gru_like", "graph_pool_stem", "graph_scans", "graph_causal_attention"])
+@pytest.mark.parametrize("name", ["graph_gru_like", "graph_pool_stem", "graph_scans", "graph_causal_attention",
+                                  "graph_flip_slices"])
 def test_composed_cpp_solution_builds_once_and_is_correct(tmp_path: Path, name: str) -> None:
     found = propose(load_problem(FOLDER / f"{name}.py"), "cpp", limit=1)
     source = found.variants[0].source

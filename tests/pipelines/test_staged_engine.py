@@ -31,7 +31,7 @@ from tests.pipelines.test_staged import TARGET, Harness, Judge, code, issues, ke
 pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
 
 LOWERED = load_problem(PROBLEMS / "engine" / "channel_gate.py")
-NOT_LOWERED = load_problem(PROBLEMS / "engine" / "ea_unsupported_flip.py")  # a mirror image: not lowered
+NOT_LOWERED = load_problem(PROBLEMS / "engine" / "ea_unsupported_sort.py")  # a sort: not lowered
 AUTOTUNING_ONLY = StagedSettings(stages=("autotuning",), retries=1)
 ENGINE_SOURCES = [v.source for v in propose(LOWERED, "triton", limit=default_variants("cuda", "triton")).variants]
 
@@ -135,7 +135,7 @@ def test_a_problem_the_engine_cannot_lower_runs_the_stage_as_before(server: Scri
     server.push(openai_completion(issues(("autotuning", "BLOCK is fixed"))), openai_completion(code("ms=1.0")))
     harness = EngineHarness(server, tmp_path, "ms=0.5")
     result = harness.engine_pipeline(AUTOTUNING_ONLY, problem=NOT_LOWERED).run(kernel("ms=2.0"))
-    assert "stage autotuning: builtin engine: cannot lower aten.flip; the model's tries only" in harness.events
+    assert "stage autotuning: builtin engine: cannot lower aten.sort; the model's tries only" in harness.events
     assert harness.judge.judged == ["ms=2.0", "ms=1.0"] and engine_attempts(harness) == []
     assert result.best is not None and result.best.runtime_ms == 1.0
 

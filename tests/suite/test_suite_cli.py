@@ -120,7 +120,7 @@ def test_the_builtin_engine_optimizes_every_problem_of_a_folder(tmp_path: Path) 
     problems = tmp_path / "problems"
     problems.mkdir()
     (problems / "channel_gate.py").write_text((PROBLEMS / "engine" / "channel_gate.py").read_text())
-    (problems / "flip.py").write_text((PROBLEMS / "engine" / "ea_unsupported_flip.py").read_text())
+    (problems / "sort.py").write_text((PROBLEMS / "engine" / "ea_unsupported_sort.py").read_text())
     out = tmp_path / "out"
     result = suite(str(problems), "--model", "builtin", "--out", str(out), "--db", str(tmp_path / "runs.db"),
                    *COMMON)
@@ -129,7 +129,7 @@ def test_the_builtin_engine_optimizes_every_problem_of_a_folder(tmp_path: Path) 
     assert rows["channel_gate.py"]["status"] == "solved" and rows["channel_gate.py"]["run_id"] is not None
     assert int(rows["channel_gate.py"]["attempts"]) >= 1  # type: ignore[call-overload]
     assert rows["channel_gate.py"]["speedup_vs_eager"] is not None  # from the end-of-run confirmation
-    assert rows["flip.py"]["status"] == "unsolved" and "cannot lower" in str(rows["flip.py"]["reason"])
+    assert rows["sort.py"]["status"] == "unsolved" and "cannot lower" in str(rows["sort.py"]["reason"])
 
 
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a throwaway cluster on loopback

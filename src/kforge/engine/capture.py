@@ -404,6 +404,9 @@ class _Lowerer:
             return self._narrow(node, x, *args[1:4])
         if name in ("cumsum", "cumprod", "cummax"):
             return self._scan(node, name, x, args[1] if len(args) > 1 else kwargs["dim"], kwargs)
+        if name == "flip":
+            return self._flip(node, x, args[1] if len(args) == 2 and isinstance(args[1], (list, tuple))
+                              else args[1:] or kwargs["dims"])
         if name in ("tril", "triu"):
             diagonal = args[1] if len(args) > 1 else kwargs.get("diagonal", 0)
             return self._emit(node, name, (x,), diagonal=int(diagonal), fill=0.0)
@@ -501,6 +504,8 @@ class _Lowerer:
             return self._adaptive_pool(node, op, rank, args[0], size)
         if target in (torch.cumsum, torch.cumprod, torch.cummax):
             return self._scan(node, target.__name__, args[0], args[1] if len(args) > 1 else kwargs["dim"], kwargs)
+        if target is torch.flip:
+            return self._flip(node, args[0], args[1] if len(args) > 1 else kwargs["dims"])
         if target in (torch.tril, torch.triu):
             diagonal = args[1] if len(args) > 1 else kwargs.get("diagonal", 0)
             return self._emit(node, target.__name__, (args[0],), diagonal=int(diagonal), fill=0.0)
@@ -646,11 +651,15 @@ class _Lowerer:
         if len(cut) != 1 or not isinstance(cut[0][1], slice) or cut[0][1].step not in (None, 1):
             raise cannot_lower("index (only one slice along one dim is supported)")
         dim, piece = cut[0]
-        start = piece.start or 0
+        start, stop = piece.start or 0, piece.stop
+        spec = self.value(x)
+        if spec.is_static(dim):  # negative bounds count from the end of a dim every input set agrees on
+            size = spec.shape[dim]
+            start = max(0, size + start) if isinstance(start, int) and start < 0 else start
+            stop = max(0, size + stop) if isinstance(stop, int) and stop < 0 else stop
         if not isinstance(start, int) or start < 0:
             raise cannot_lower("slice (with a start that is not a non-negative constant)")
         args: tuple[ir.Arg, ...] = (x,)
-        stop: Any = piece.stop
         if isinstance(stop, str):
             args += (stop,)
             stop = None
@@ -821,6 +830,15 @@ class _Lowerer:
         # torch.cummax returns (values, indices): only the values may be used (see _getitem).
         static = tuple(spec.is_static(d) for d in range(len(spec.shape)))
         return ("cummax", self.add(node.name, "cummax", (x,), spec.shape, spec.dtype, static, dim=dim))
+
+    def _flip(self, node: torch.fx.Node, x: Any, dims: Any) -> str:
+        if not isinstance(x, str):
+            raise cannot_lower("flip (of a value that is no tensor)")
+        rank = len(self.program_shape(x))
+        if rank > 4:
+            raise cannot_lower("flip (of more than four dims)")
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        return self._emit(node, "flip", (x,), dims=tuple(sorted({int(d) % rank for d in dims})))
 
     def _narrow(self, node: torch.fx.Node, x: Any, dim: int, start: int, length: int) -> str:
         if not all(isinstance(v, int) for v in (dim, start, length)) or start < 0:

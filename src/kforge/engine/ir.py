@@ -39,6 +39,7 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
   or two), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
 - `cumsum`/`cumprod`/`cummax` (values only): `dim`; `tril`/`triu`: `diagonal`, `fill` (what the cut-off part
   becomes: 0.0, or -inf for an attention mask); `cat`: `dim`, args the tensors joined;
+- `flip`: `dims` (non-negative; at most four dims in all);
 - `attention`: args `(q, k, v)`, attrs `scale` (float), `causal` (bool): softmax(q k^T * scale) v over the
   last two dims, the causal mask keeping key j <= query i;
 - `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
@@ -92,7 +93,8 @@ WINDOW_OPS = ("max_pool", "avg_pool")
 SCAN_OPS = ("cumsum", "cumprod", "cummax")
 MASK_OPS = ("tril", "triu")
 ATTENTION_OPS = ("attention",)
-STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS
+REORDER_OPS = ("flip",)
+STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS + REORDER_OPS
 # Data movement the composed forward does in Python between kernels.
 COPY_OPS = ("cat",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
@@ -336,6 +338,8 @@ def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
                                               scale=node.attr("scale"))
     if op == "cat":
         return torch.cat(args, dim=node.attr("dim"))
+    if op == "flip":
+        return torch.flip(x, node.attr("dims"))
     if op in SCAN_OPS:
         dim = node.attr("dim")
         return torch.cummax(x, dim).values if op == "cummax" else getattr(torch, op)(x, dim)

@@ -21,12 +21,13 @@ TRITON_CONFIGS: dict[str, tuple[dict[str, int], ...]] = {
     "pool": ({"BLOCK": 256, "num_warps": 4}, {"BLOCK": 1024, "num_warps": 8}),
     "scan": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "mask": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
+    "flip": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "attention": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2},
                   {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
                   {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}),
 }
 _KINDS = {**{op: "pool" for op in ir.WINDOW_OPS}, **{op: "scan" for op in ir.SCAN_OPS},
-          **{op: "mask" for op in ir.MASK_OPS}, "attention": "attention"}
+          **{op: "mask" for op in ir.MASK_OPS}, "attention": "attention", "flip": "flip"}
 _OPERANDS = {"attention": ("q", "k", "v")}  # what the templates call an op's operands (one operand: x)
 
 
@@ -100,6 +101,10 @@ def _context(node: ir.Node, program: ir.Program) -> dict[str, Any]:
         identity = {"cumsum": "0.0", "cumprod": "1.0", "cummax": 'float("-inf")'}[node.op]
         context.update(dim=int(node.attr("dim")), identity=identity,
                        summary=f"{node.op} along dim {node.attr('dim')}")
+    elif kind == "flip":
+        rank = len(node.shape)
+        context.update(flipped=[4 - rank + d for d in node.attr("dims")],
+                       summary=f"flip along dims {node.attr('dims')}")
     elif kind == "attention":
         context.update(scale=repr(float(node.attr("scale"))), causal=bool(node.attr("causal")),
                        precision=', input_precision="ieee"' if node.dtype == "float32" else "",

@@ -1,11 +1,11 @@
-"""A mirror image of the input: no lowering in the builtin engine, so it must say so in one line."""
+"""Each row sorted: no lowering in the builtin engine, so it must say so in one line."""
 import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.flip(x, dims=[1]) * 2.0
+        return torch.sort(x, dim=1).values * 2.0
 
 
 def get_inputs():
