@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kforge.engine import ir
 from kforge.engine.capture import cannot_lower
 from kforge.engine.construct import REFERENCE_CLASS, param_expression, reference_source
 from kforge.engine.cpp_backend import identifier
@@ -231,12 +232,10 @@ def _python_step(step: ViewStep, value: Callable[[str], str]) -> str:
     if node.op == "permute":
         return f"{source}.permute({', '.join(str(d) for d in node.attr('dims'))})"
     if node.op == "view":
-        sizes = [str(size) for size in node.shape]
-        dynamic = [dim for dim in range(len(node.shape)) if not node.is_static(dim)]
-        if len(dynamic) > 1:
+        found = ir.reshape_sizes(node)
+        if found is None:
             raise cannot_lower("view (with more than one varying dim, between kernels)")
-        for dim in dynamic:
-            sizes[dim] = "-1"
+        sizes = [str(size) for size in found]
         return f"{source}.reshape({', '.join(sizes)}{',' if len(sizes) == 1 else ''})" if sizes else \
             f"{source}.reshape(())"
     dim, start = node.attr("dim"), int(node.attr("start", 0))

@@ -192,12 +192,10 @@ class _Renderer:
         expression = self.root_var(leaf.root)
         for view in leaf.views:
             if view.op == "view":
-                sizes = [str(s) for s in view.shape]
-                dynamic = [d for d in range(len(view.shape)) if not view.is_static(d)]
-                if len(dynamic) > 1:
+                found = ir.reshape_sizes(view)
+                if found is None:
                     raise cannot_lower("view (with more than one varying dim)")
-                for d in dynamic:
-                    sizes[d] = "-1"
+                sizes = [str(s) for s in found]
                 expression += f".reshape({{{', '.join(sizes)}}})"
             elif view.op != "slice":
                 raise cannot_lower(f"{view.op} (inside a kernel)")

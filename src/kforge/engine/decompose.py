@@ -106,22 +106,16 @@ def batch_norm(builder: Builder, name: str, x: str, *, running: tuple[str, str] 
         mean = _per_channel(builder, f"{name}_mean", running[0], rank)
         var = _per_channel(builder, f"{name}_var", running[1], rank)
         centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
-        var_spec = builder.value(var)
-        shifted = builder.add(f"{name}_var_eps", "add", (var, float(eps)), var_spec.shape, var_spec.dtype,
-                              _static(var_spec))
-        scale = builder.add(f"{name}_inv_std", "rsqrt", (shifted,), var_spec.shape, var_spec.dtype,
-                            _static(var_spec))
     else:
         dims = [0, *range(2, rank)]
         mean = reduce_dims(builder, f"{name}_mean", "mean", x, dims, keepdim=True)
         centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
         squared = builder.add(f"{name}_squared", "square", (centered,), shape, spec.dtype, static)
         var = reduce_dims(builder, f"{name}_var", "mean", squared, dims, keepdim=True)
-        var_spec = builder.value(var)
-        shifted = builder.add(f"{name}_var_eps", "add", (var, float(eps)), var_spec.shape, var_spec.dtype,
-                              _static(var_spec))
-        scale = builder.add(f"{name}_inv_std", "rsqrt", (shifted,), var_spec.shape, var_spec.dtype,
-                            _static(var_spec))
+    var_spec = builder.value(var)
+    shifted = builder.add(f"{name}_var_eps", "add", (var, float(eps)), var_spec.shape, var_spec.dtype,
+                          _static(var_spec))
+    scale = builder.add(f"{name}_inv_std", "rsqrt", (shifted,), var_spec.shape, var_spec.dtype, _static(var_spec))
     normed = builder.add(plain, "mul", (centered, scale), shape, spec.dtype, static)
     return _affine(builder, name, normed, weight, bias)
 

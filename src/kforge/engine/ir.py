@@ -241,6 +241,15 @@ _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": 
                  "bfloat16": torch.bfloat16, "bool": torch.bool}
 
 
+def reshape_sizes(node: Node) -> tuple[int, ...] | None:
+    """A view's sizes for any input set: the main set's, with the one dim that varies between input sets as -1
+    (reshape infers it); None when more than one dim varies."""
+    varying = [d for d in range(len(node.shape)) if not node.is_static(d)]
+    if len(varying) > 1:
+        return None
+    return tuple(-1 if d in varying else size for d, size in enumerate(node.shape))
+
+
 def hoist_heavy(program: Program) -> Program:
     """A graph program whose only heavy op comes first (reading inputs and params only) as a single-kernel
     program with that op in `Program.heavy`; any other program unchanged."""
@@ -311,11 +320,7 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
         bias = args[2] if len(args) > 2 else None
         return F.layer_norm(x, (x.shape[-1],), weight, bias, eps=node.attr("eps", 1e-5))
     if op == "view":
-        shape = node.attr("shape")
-        varying = [d for d in range(len(shape)) if not node.is_static(d)]
-        if len(varying) == 1:  # the one dim that varies between input sets, left to reshape
-            shape = tuple(-1 if d == varying[0] else size for d, size in enumerate(shape))
-        return args[0].reshape(shape)
+        return args[0].reshape(reshape_sizes(node) or node.attr("shape"))
     if op == "permute":
         return args[0].permute(node.attr("dims"))
     if op == "slice":

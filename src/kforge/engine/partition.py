@@ -92,7 +92,7 @@ def partition(program: ir.Program, accepts: Accepts | None = None) -> Partition:
     whether a backend renders a single-kernel program (beyond `plan`, which every backend needs)."""
     graph = as_graph(program)
     cut = _Cut(graph, accepts)
-    forced = cut.exported_by_structure()
+    forced = set(cut.structural)
     for _ in range(len(graph.nodes) + 1):
         groups = cut.greedy(forced)
         broken = cut.misplaced_exports(groups)
@@ -119,6 +119,7 @@ class _Cut:
         self.view_steps = self._view_steps()
         self.kernel_nodes = [node for node in graph.nodes if self._is_kernel_node(node)]
         self._check_outputs()
+        self.structural = self._exported_by_structure()
 
     # ---- classification ------------------------------------------------------------------------------------
     def _is_scalar(self, node: ir.Node) -> bool:
@@ -179,7 +180,7 @@ class _Cut:
                 found.append(base)
         return found
 
-    def exported_by_structure(self) -> set[str]:
+    def _exported_by_structure(self) -> set[str]:
         """Kernel values that must leave their kernel whatever the cut: outputs, heavy operands, the sources
         of Python views, and tensors whose sizes a scalar reads."""
         exported = {name for name in self.graph.outputs if name in self.nodes}
@@ -233,7 +234,7 @@ class _Cut:
         broken = set()
         for index, members in enumerate(groups):
             for node in members[:-1]:
-                outside = node.name in self.graph.outputs or node.name in self.exported_by_structure()
+                outside = node.name in self.graph.outputs or node.name in self.structural
                 for user in self.users[node.name]:
                     if self._is_kernel_node(user):
                         outside = outside or group_of[user.name] != index

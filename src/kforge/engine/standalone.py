@@ -40,7 +40,7 @@ def variants(program: ir.Program, problem_source: str, language: str,
              limit: int = 2) -> list[tuple[dict[str, Any], str]]:
     """(configuration, solution file) pairs for a one-op program, the default first; LoweringError otherwise."""
     node = _the_op(program)
-    context = {**_context(node, program), **_binding(node, program)}
+    context = {**_context(node), **_binding(node, program)}
     reference = reference_source(problem_source).strip()
     if language == "cpp":
         if node.dtype != "float32":
@@ -81,7 +81,7 @@ def _binding(node: ir.Node, program: ir.Program) -> dict[str, Any]:
             "binding": f"{', '.join(operands)} = {', '.join(chosen)}"}
 
 
-def _context(node: ir.Node, program: ir.Program) -> dict[str, Any]:
+def _context(node: ir.Node) -> dict[str, Any]:
     kind = _KINDS[node.op]
     context: dict[str, Any] = {"kind": kind, "op": node.op}
     if kind == "pool":
@@ -114,7 +114,6 @@ def _context(node: ir.Node, program: ir.Program) -> dict[str, Any]:
         context.update(diagonal=int(node.attr("diagonal", 0)), fill_value=fill,
                        fill='float("-inf")' if fill == float("-inf") else repr(fill),
                        summary=f"{node.op} (diagonal {node.attr('diagonal', 0)}) of the last two dims")
-    program.spec(node.name)  # the node belongs to the program
     return context
 
 
