@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from kforge import pyparse
+
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 LANGUAGES = ("cpp", "cuda", "triton")
 
@@ -239,7 +241,7 @@ class Solution:
         one its kernel is written in, else (no kernel at all) `default`, the platform's own. SolutionError with a
         one-line reason otherwise. `name` is how the message calls it."""
         try:
-            tree = ast.parse(source, filename=name)
+            tree = pyparse.parse(source, filename=name)
         except SyntaxError as exc:
             raise SolutionError(f"{name} is not valid Python: {exc.msg} (line {exc.lineno})") from None
         if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):

@@ -11,6 +11,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from kforge import pyparse
+
 _FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*$", re.MULTILINE)
 _PYTHON_TAGS = {"", "python", "py", "python3"}
 
@@ -54,7 +56,7 @@ def extract_solution(reply: str) -> str:
         raise ReplyError("the reply has no Python code block defining class ModelNew")
     block = candidates[-1]
     try:
-        tree = ast.parse(block.code)
+        tree = pyparse.parse(block.code)
     except SyntaxError as exc:
         if not block.closed:
             raise ReplyError(f"the reply was cut off before the code ended (the code stops parsing at line "

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kforge import pyparse
 from kforge.engine import ir
 from kforge.engine.capture import cannot_lower
 from kforge.engine.construct import REFERENCE_CLASS, param_expression, reference_source
@@ -52,7 +53,7 @@ def compose(parts: Partition, sources: list[str], problem_source: str, doc: str)
     if len(sources) != len(kernels):
         raise CompositionError(f"{len(kernels)} kernels, {len(sources)} sources")
     reference = reference_source(problem_source)
-    shared = {ast.dump(statement) for statement in ast.parse(reference).body}
+    shared = {ast.dump(statement) for statement in pyparse.parse(reference).body}
     pieces = [_piece(index, source, shared) for index, source in enumerate(sources)]
     imports = list(dict.fromkeys(line for piece in pieces for line in piece.imports))
     blocks = [f'"""{doc}\n"""', "\n".join(imports), "# ---- the reference's constructor, once: every kernel "
@@ -70,7 +71,7 @@ def compose(parts: Partition, sources: list[str], problem_source: str, doc: str)
 # ---- one kernel's file ----------------------------------------------------------------------------------------
 
 def _piece(index: int, source: str, shared: set[str]) -> _Piece:
-    tree = ast.parse(source)
+    tree = pyparse.parse(source)
     lines = source.splitlines(keepends=True)
     suffix = f"_k{index}"
     own_names = _top_level_names(tree, shared)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from kforge import pyparse
 from kforge.verify.policy import allowed_imports
 
 REFERENCE_CLASS = "_Reference"
@@ -23,7 +24,7 @@ _KEPT_METHODS = frozenset({"__init__"})
 
 def reference_source(problem_source: str) -> str:
     """The problem's imports, constants and classes, each class reduced to its `__init__`; `Model` renamed."""
-    tree = ast.parse(problem_source)
+    tree = pyparse.parse(problem_source)
     kept: list[ast.stmt] = []
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kforge import pyparse
+
 _TYPE_BYTES = {
     "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1, "uchar": 1,
     "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2,
@@ -84,7 +86,7 @@ class Constants:
         if not text:
             return None
         try:
-            tree = ast.parse(text, mode="eval")
+            tree = pyparse.parse_expression(text)
         except SyntaxError:
             return None
         return self._eval(tree.body)

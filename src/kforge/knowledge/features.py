@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from kforge import pyparse
+
 _GEMM = {"Linear", "Bilinear", "LazyLinear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum",
          "linear", "bilinear", "tensordot", "mv", "addmv", "chain_matmul", "inner", "outer"}
 _CONVOLUTION = {"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
@@ -47,7 +49,7 @@ def problem_features(problem_source: str) -> frozenset[str]:
     Raises ValueError (one line) when the source does not parse.
     """
     try:
-        tree = ast.parse(problem_source)
+        tree = pyparse.parse(problem_source)
     except SyntaxError as error:
         raise ValueError(f"problem source does not parse (line {error.lineno}): {error.msg}") from None
     scope: ast.AST = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"),

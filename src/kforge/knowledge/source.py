@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass
 from functools import cached_property
 
+from kforge import pyparse
 from kforge.knowledge.cpp_scan import Constants, strip_comments
 from kforge.knowledge.triton_scan import TritonView
 
@@ -32,7 +33,7 @@ class CandidateSource:
         self.tree: ast.Module | None = None
         self.syntax_error: tuple[str, int | None] | None = None
         try:
-            self.tree = ast.parse(source)
+            self.tree = pyparse.parse(source)
         except SyntaxError as error:
             self.syntax_error = (f"the candidate does not parse as Python: {error.msg}", error.lineno)
 

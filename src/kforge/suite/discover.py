@@ -8,6 +8,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from kforge import pyparse
+
 
 class SuiteError(ValueError):
     """A suite that cannot start; the message is one line for the user."""
@@ -47,7 +49,7 @@ def find_problems(paths: list[Path]) -> list[FoundProblem]:
 def is_problem(path: Path) -> bool:
     """Whether `path` defines class Model and get_inputs at module level (read, never imported)."""
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = pyparse.parse(path.read_text(), filename=str(path))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return False
     names = {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}

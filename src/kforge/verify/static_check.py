@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kforge import pyparse
 from kforge.verify.policy import Policy, Violation, op_family, policy_rules
 
 _TORCH_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.special", "torch.linalg",
@@ -34,7 +35,7 @@ def check_source(source: str, policy: Policy, reference_ops: set[str] | None = N
     """Every static rule the candidate breaks; an empty list means it may run."""
     if not policy.static_checks:
         return []
-    tree = ast.parse(source)
+    tree = pyparse.parse(source)
     checker = _Checker(policy, {op_family(op) for op in (reference_ops or set())})
     checker.collect_names(tree)
     checker.visit(tree)
