@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from kforge.platforms.cuda import CudaPlatform
-from kforge.platforms.cuda_device import HIDDEN_WORK_FLOOR_NS, HIDDEN_WORK_FRACTION
+from kforge.platforms.cuda.device import HIDDEN_WORK_FLOOR_NS, HIDDEN_WORK_FRACTION
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Verdict

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kforge.platforms.cuda_device import (
+from kforge.platforms.cuda.device import (
     DEFAULT_L2_BYTES,
     HIDDEN_WORK_FLOOR_NS,
     MIN_FLUSH_BYTES,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kforge.platforms.cuda_poison import SMALL_REQUEST_LIMIT, free_blocks, request_sizes
+from kforge.platforms.cuda.poison import SMALL_REQUEST_LIMIT, free_blocks, request_sizes
 
 MIB = 1 << 20
 

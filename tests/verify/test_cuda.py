@@ -16,8 +16,8 @@ import torch
 
 from kforge.platforms import get_platform
 from kforge.platforms.cuda import CudaPlatform
-from kforge.platforms.cuda_device import is_context_error, l2_cache_bytes
-from kforge.platforms.cuda_hold import hold_device
+from kforge.platforms.cuda.device import is_context_error, l2_cache_bytes
+from kforge.platforms.cuda.hold import hold_device
 from kforge.verify.evaluate import TimingSettings, evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.prebuild import Prebuilder

@@ -2,7 +2,7 @@
 
 Everything that needs judgement lives here (which architecture to build for, how large a cache flush must
 be, whether an error left the CUDA context unusable, whether timings show work that escaped the timer), so
-that CI checks it on machines with no GPU; `cuda.py` only gathers the numbers and calls these.
+that CI checks it on machines with no GPU; the platform (`__init__.py`) only gathers the numbers and calls these.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The CUDA platform: CUDA C++ (load_inline) and Triton candidates on an NVIDIA GPU.
 
 Timing uses device events on the caller's stream around each call, with the device idle before and after
-and the L2 flushed in between. While the host issues the call, a hold (`cuda_hold.py`) keeps every
+and the L2 flushed in between. While the host issues the call, a hold (`hold.py`) keeps every
 multiprocessor busy, so the events measure the device's own time for the call; the host's time to issue it
 is measured too, and a call costs the larger of the two (what it costs when calls follow one another).
 Each call is also timed by the host clock up to a device-wide synchronize; `audit_timing` compares that
 with the events, so work pushed onto another stream cannot hide from them. The judgement itself (and
-every other decision that needs no GPU) is in `cuda_device.py`.
+every other decision that needs no GPU) is in `device.py`.
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from typing import Any
 import torch
 
 from kforge.platforms.base import Platform, TimingDoubt
-from kforge.platforms.cuda_device import (
+from kforge.platforms.cuda.device import (
     arch_list,
     context_error_line,
     flush_bytes,
     hidden_work,
     l2_cache_bytes,
 )
-from kforge.platforms.cuda_hold import hold_available, hold_device
-from kforge.platforms.cuda_poison import poison_free_memory
+from kforge.platforms.cuda.hold import hold_available, hold_device
+from kforge.platforms.cuda.poison import poison_free_memory
 
 # Captured when the worker imports this module, before any candidate code exists in the process: a
 # candidate that patches torch.cuda.Event or torch.cuda.synchronize later does not reach these.
