@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kforge.verify.builds import build_key
+from kforge.verify.extension_cache import build_key
 
 CUDA = "__global__ void k() {}"
 

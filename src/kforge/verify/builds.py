@@ -9,18 +9,15 @@ name never overwrite each other's build.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch.utils import cpp_extension
+
+from kforge.verify.extension_cache import build_folder_name, build_key
 
 _ERROR_LINE = re.compile(r"(error|Error|undefined reference|fatal)")
 _MAX_ERROR_LINES = 30
@@ -41,6 +38,7 @@ class BuildRecorder:
         self.cache_dir = cache_dir
         self.seconds = 0.0
         self.builds = 0
+        self.libraries: list[tuple[str, Path]] = []  # (extension name, its build folder) of every cached build
         self._original: Callable[..., Any] = cpp_extension.load_inline
 
     def install(self) -> None:
@@ -48,10 +46,10 @@ class BuildRecorder:
 
     def load_inline(self, name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
         if "build_directory" not in kwargs:
-            key = build_key(name, cpp_sources, args, kwargs)
-            directory = self.cache_dir / f"{_safe(name)}-{key[:20]}"
+            directory = self.cache_dir / build_folder_name(name, build_key(name, cpp_sources, args, kwargs))
             directory.mkdir(parents=True, exist_ok=True)
             kwargs["build_directory"] = str(directory)
+            self.libraries.append((name, directory))
         kwargs["verbose"] = False
         started = time.perf_counter()
         try:
@@ -61,38 +59,6 @@ class BuildRecorder:
         finally:
             self.seconds += time.perf_counter() - started
             self.builds += 1
-
-
-def build_key(name: str, cpp_sources: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """A digest of everything that changes the built library."""
-    described = {
-        "name": name,
-        "cpp_sources": cpp_sources,
-        "args": [repr(arg) for arg in args],
-        "kwargs": {key: repr(value) for key, value in sorted(kwargs.items()) if key != "verbose"},
-        "torch": torch.__version__,
-        "python": sys.version,
-    }
-    if kwargs.get("cuda_sources", args[0] if args else None) or kwargs.get("with_cuda"):
-        # Only CUDA builds depend on these; leaving them out of C++ builds keeps those keys stable.
-        described["cuda_arch"] = target_architectures()
-        described["cuda"] = torch.version.cuda
-    return hashlib.sha256(json.dumps(described, sort_keys=True, default=repr).encode()).hexdigest()
-
-
-def target_architectures() -> str:
-    """What load_inline compiles CUDA code for: TORCH_CUDA_ARCH_LIST, else the visible device's capability."""
-    listed = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
-    if listed:
-        return listed
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        return f"{major}.{minor}"
-    return ""
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40] or "ext"
 
 
 def compiler_errors(log: str) -> str:

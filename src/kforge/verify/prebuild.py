@@ -41,6 +41,8 @@ class PrebuildResult:
     ok: bool
     build_s: float
     message: str = ""
+    # (extension name, build folder) of each library built or found, every folder checked to lie in the cache
+    libraries: tuple[tuple[str, Path], ...] = ()
 
 
 def build_environment(platform: Platform, cache: Path, jobs_per_build: int) -> dict[str, str]:
@@ -73,7 +75,15 @@ def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, pol
     if isinstance(reply, Failure):
         return PrebuildResult(solution, False, time.perf_counter() - started,
                               (reply.message.splitlines() or ["the build failed"])[0][:300])
-    return PrebuildResult(solution, True, reply.build_s)
+    cache_root = cache.resolve()
+    libraries = []
+    for library in reply.libraries:  # the reply comes from the candidate's process: trust no path outside the cache
+        folder = Path(library.folder).resolve()
+        if not folder.is_relative_to(cache_root):
+            return PrebuildResult(solution, False, reply.build_s, f"the worker named a build folder outside the "
+                                                                  f"cache: {library.folder}")
+        libraries.append((library.name, folder))
+    return PrebuildResult(solution, True, reply.build_s, libraries=tuple(libraries))
 
 
 class Prebuilder:

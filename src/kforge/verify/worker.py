@@ -32,6 +32,7 @@ from kforge.verify.ops import record_ops
 from kforge.verify.protocol import (
     BuildReply,
     BuildRequest,
+    BuiltLibrary,
     ExitRequest,
     Failure,
     Greeting,
@@ -124,7 +125,9 @@ class WorkerState:
         """Import a candidate only, so its extensions compile into the cache (see verify/prebuild.py)."""
         self._import_candidate(Path(request.solution))
         self._check_tamper()
-        return BuildReply(build_s=self.builds.seconds, builds=self.builds.builds)
+        return BuildReply(build_s=self.builds.seconds, builds=self.builds.builds,
+                          libraries=[BuiltLibrary(name=name, folder=str(folder))
+                                     for name, folder in self.builds.libraries])
 
     def run(self, request: RunRequest) -> RunReply:
         problem, platform = self._ready()
