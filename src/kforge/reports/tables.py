@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
+from kforge.reports.fit import Column, Fitted
 from kforge.store import Attempt, Evaluation, Run, Store
 from kforge.verify.verdict import Verdict
 
@@ -33,58 +32,91 @@ def run_summary(store: Store, run: Run) -> dict[str, Any]:
             "best_attempt": best.attempt.number if best else None, **figures}
 
 
-def runs_table(rows: list[dict[str, Any]]) -> Table:
-    """The runs of `run_summary`, sized for an 80-column terminal: figures never wrap, names and reasons fold."""
-    table = Table(title="kforge runs", show_edge=False)
-    for column, width in (("run", None), ("when", None), ("status", 8), ("problem", 10), ("model", 7),
-                          ("best", None), ("×eager\n/compile", None)):
-        text = width is not None
-        table.add_column(column, justify="left" if text else "right", no_wrap=not text, overflow="fold",
-                         min_width=width)
-    for row in rows:
-        status = row["status"] + (f": {row['stop_reason']}" if row["stop_reason"] and row["status"] != "finished"
-                                  else "")
-        problem = Path(row["problem"]).stem if row["problem"] else "-"
-        model = str(row["model"] or "-").split(":", 1)[-1]
-        speedups = f"{_fmt(row['speedup_vs_eager'], 'x', '.2f')}/{_fmt(row['speedup_vs_compile'], 'x', '.2f')}"
-        table.add_row(str(row["run"]), row["created"][5:16].replace("T", " "), status, problem, model,
-                      _fmt(row["runtime_ms"], " ms"), speedups)
-    return table
+def problem_name(path: str | None) -> str:
+    """A problem as a table names it: its file's stem, or its folder's name for a `NAME/problem.py`."""
+    if not path:
+        return "-"
+    file = Path(path)
+    return file.parent.name if file.stem == "problem" and file.parent.name else file.stem
 
 
-def attempts_table(store: Store, run_id: int, title: str | None = None) -> Table:
+def _speedups(vs_eager: float | None, vs_compile: float | None, stacked: bool) -> str:
+    eager, compile_ = _fmt(vs_eager, "x", ".2f"), _fmt(vs_compile, "x", ".2f")
+    return f"{eager}\n{compile_}" if stacked else f"{eager}/{compile_}"
+
+
+def _reason(status: str, reason: str | None) -> str:
+    """What a run's stop reason adds to its status word: nothing for a finished run (its table row has its
+    figures), `(Ctrl-C)` for `interrupted (Ctrl-C)`, the whole reason otherwise."""
+    if not reason or status == "finished":
+        return ""
+    return reason[len(status):].strip() if reason.startswith(status) else reason
+
+
+def runs_table(rows: list[dict[str, Any]]) -> Fitted:
+    """The runs of `run_summary`, laid out for the terminal's width (reports/fit.py): the status word whole with
+    the reason the run stopped below it, the problem's name folded at `_`, figures whole with their `x`. When
+    narrow (below about 80 columns), the time and then the model go, then the two speedups stack."""
+    statuses = [row["status"] for row in rows]
+    reasons = [_reason(row["status"], row["stop_reason"]) for row in rows]
+    run = Column("run", [str(row["run"]) for row in rows], fixed=True, justify="right")
+    when = Column("when", [row["created"][5:16].replace("T", " ") for row in rows], fixed=True)
+    status = Column("status", [s + (f"\n{r}" if r else "") for s, r in zip(statuses, reasons, strict=True)],
+                    whole=statuses, min_width=0, max_width=24)
+    problem = Column("problem", [problem_name(row["problem"]) for row in rows], min_width=8, grows=0)
+    model = Column("model", [str(row["model"] or "-").split(":", 1)[-1] for row in rows], min_width=8)
+    best = Column("best", [_fmt(row["runtime_ms"], " ms") for row in rows], fixed=True, justify="right")
+
+    def speedups(stacked: bool) -> Column:
+        header = "×eager\n×compile" if stacked else "×eager\n/compile"
+        return Column(header, [_speedups(row["speedup_vs_eager"], row["speedup_vs_compile"], stacked)
+                               for row in rows], fixed=True, justify="right")
+
+    return Fitted([[run, when, status, problem, model, best, speedups(False)],
+                   [run, status, problem, model, best, speedups(False)],
+                   [run, status, problem, best, speedups(False)],
+                   [run, status, problem, best, speedups(True)]], title="kforge runs")
+
+
+def attempts_table(store: Store, run_id: int, title: str | None = None) -> Fitted:
     """One row per attempt, numbered within the run: who made it, outcome, runtime, speedups, and the LLM tokens
     and cost behind it.
 
-    Sized for an 80-column terminal: the LLM column appears only when some attempt came from an LLM (a
-    builtin engine's run has none), figures never wrap, and the maker's and outcome's names fold."""
+    Laid out for the terminal's width (reports/fit.py): the LLM column appears only when some attempt came from
+    an LLM (a builtin engine's run has none), figures are whole with their unit, the maker's and outcome's names
+    fold at `:` and `_`. When narrow, the round goes, then the LLM column (the costs line has the totals), then
+    the two speedups stack in one column."""
     best = store.best_attempt(run_id)
     best_id = best.attempt.id if best else None
     rows = []
     for attempt in store.attempts_of(run_id):
         evaluation = store.evaluation_of(attempt.id)
         usage = (evaluation.verdict.get("llm_usage") or {}) if evaluation else {}
-        marker = " *" if attempt.id == best_id else ""
-        rows.append((
-            f"{attempt.number}{marker}", attempt.made_by, str(attempt.round),
-            evaluation.outcome if evaluation else "(not evaluated)",
-            _fmt(evaluation.runtime_ms if evaluation else None, " ms"),
-            _fmt(evaluation.speedup_vs_eager if evaluation else None, "x", ".2f"),
-            _fmt(evaluation.speedup_vs_compile if evaluation else None, "x", ".2f"),
-            _llm_usage(usage),
-        ))
-    with_llm = any(row[7] != "-" for row in rows)
-    table = Table(title=title or f"run {run_id}: attempts", show_edge=False,
-                  caption="× figures: provisional, each against the reference timed once for the run; the best's "
-                          "line below has it timed in turn with the reference", caption_justify="left")
-    columns = ("#", "made by", "rnd", "outcome", "runtime", "×eager", "×compile", "LLM")
-    for column in columns if with_llm else columns[:7]:
-        text = column in ("made by", "outcome")
-        table.add_column(column, justify="left" if text else "right", no_wrap=not text, overflow="fold",
-                         min_width=7 if text else None)
-    for row in rows:
-        table.add_row(*(row if with_llm else row[:7]))
-    return table
+        rows.append({"number": f"{attempt.number}{' *' if attempt.id == best_id else ''}",
+                     "made_by": attempt.made_by, "round": str(attempt.round),
+                     "outcome": evaluation.outcome if evaluation else "(not evaluated)",
+                     "runtime": _fmt(evaluation.runtime_ms if evaluation else None, " ms"),
+                     "eager": evaluation.speedup_vs_eager if evaluation else None,
+                     "compile": evaluation.speedup_vs_compile if evaluation else None,
+                     "llm": _llm_usage(usage)})
+    number = Column("#", [row["number"] for row in rows], fixed=True, justify="right")
+    made_by = Column("made by", [row["made_by"] for row in rows])
+    round_ = Column("rnd", [row["round"] for row in rows], fixed=True, justify="right")
+    outcome = Column("outcome", [row["outcome"] for row in rows])
+    runtime = Column("runtime", [row["runtime"] for row in rows], fixed=True, justify="right")
+    eager = Column("×eager", [_fmt(row["eager"], "x", ".2f") for row in rows], fixed=True, justify="right")
+    compile_ = Column("×compile", [_fmt(row["compile"], "x", ".2f") for row in rows], fixed=True, justify="right")
+    both = Column("×eager\n×compile", [_speedups(row["eager"], row["compile"], True) for row in rows], fixed=True,
+                  justify="right")
+    llm = [Column("LLM", [row["llm"] for row in rows], fixed=True, justify="right")] \
+        if any(row["llm"] != "-" for row in rows) else []
+    caption = ("× figures: provisional, each against the reference timed once for the run; the best's line below "
+               "has it timed in turn with the reference")
+    return Fitted([[number, made_by, round_, outcome, runtime, eager, compile_, *llm],
+                   [number, made_by, outcome, runtime, eager, compile_, *llm],
+                   [number, made_by, outcome, runtime, eager, compile_],
+                   [number, made_by, outcome, runtime, both]],
+                  title=title or f"run {run_id}: attempts", caption=caption)
 
 
 def _llm_usage(usage: dict[str, Any]) -> str:
