@@ -1,6 +1,7 @@
 """`kforge` readable at 80 and 60 columns, by design: the real command with COLUMNS set.
 
-Tables fold names only at `_ - : / .` or spaces and keep status words and figures whole (reports/fit.py)."""
+Tables fold names only at `_ - : / .` or spaces and keep status words and figures whole (reports/fit.py); help
+names each option whole, with the name of its value (SECONDS, N, FILE) rather than its Python type."""
 
 from __future__ import annotations
 
@@ -135,6 +136,32 @@ def test_show_keeps_every_speedup_with_its_x_and_every_outcome_whole(db: Path, w
     for eager, compile_ in SPEEDUPS:
         assert f"{eager:.2f}x" in figures and f"{compile_:.2f}x" in figures, result.stdout
     assert not re.search(r"\d\.\d\d(?!x)\b", figures), figures  # every speedup has its x
+    assert "interrupted (Ctrl-C)" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_help_names_every_option_whole_without_type_noise(width: int) -> None:
+    import typer.main
+
+    from kforge.cli import app
+
+    group = typer.main.get_command(app)
+    for name, command in [("", group), *group.commands.items()]:  # type: ignore[attr-defined]
+        result = kforge(width, *([name] if name else []), "--help")
+        assert result.returncode == 0, result.stderr
+        text = result.stdout
+        assert all(len(line) <= width for line in text.splitlines()), (name, text)
+        for noise in ("<bool>", "<str>", "<int", "<float", "<path>", "<list", "BOOLEAN", "TEXT", "INTEGER",
+                      "FLOAT", "…", "{"):
+            assert noise not in text, (name, noise, text)
+        for param in command.params:
+            for option in (*param.opts, *param.secondary_opts):
+                if option.startswith("-"):
+                    assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text), (name, option, text)
+    optimize = " ".join(kforge(width, "optimize", "--help").stdout.split())
+    for shown in ("--timeout SECONDS", "--out FILE", "--builtin-start / --no-builtin-start", "--rounds N",
+                  "[default: 120.0]", "[default: builtin-start]", "Usage: kforge optimize [OPTIONS] [PROBLEM]"):
+        assert shown in optimize, (shown, optimize)
 
 
 def test_fold_breaks_only_after_separators_or_at_spaces() -> None:

@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.core
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from kforge import __version__
 
@@ -23,11 +26,40 @@ DEFAULT_TIMING_ROUNDS = 3  # TimingSettings().rounds (tests/test_cli.py checks t
 app = typer.Typer(
     help="kforge: fast kernels written by LLM agents, proven correct and fast on real hardware.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    # Click's plain help: option names whole, their help wrapped beside them at any width; every option that takes
+    # a value names it (metavar=: SECONDS, N, FILE) instead of its Python type.
+    rich_markup_mode=None,
 )
-err = Console(stderr=True)
-out = Console()
+# No emoji codes: a reason such as "openai:m: error" must not print as "openaiⓂ error".
+err = Console(stderr=True, emoji=False)
+out = Console(emoji=False)
 
 EXIT_CORRECT, EXIT_NOT_CORRECT, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Command(typer.core.TyperCommand):
+    """Typer's command with its arguments shown as click shows them: by name (`PROBLEM`), without the Python type
+    typer adds to their help (`PROBLEM <path>`) or the braces it puts around them in the usage line; and the
+    options' help starting 26 columns in (click's 32 leaves 26 for it at 60 columns)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [piece[1:].replace("}", "", 1) if piece.startswith("{") else piece
+                for piece in super().collect_usage_pieces(ctx)]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((record[0].split(" <", 1)[0], record[1]))
+            else:
+                options.append(record)
+        for title, records in (("Arguments", arguments), ("Options", options)):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records, col_max=24)  # longer names get a line of their own
 
 
 def _version(value: bool) -> None:
@@ -44,31 +76,39 @@ def main(
     """kforge: fast kernels written by LLM agents, proven correct and fast on real hardware."""
 
 
-@app.command("eval")
+@app.command("eval", cls=_Command, short_help="Judge a kernel: correctness, policy, speed.")
 def eval_command(
-    problem: Annotated[Path, typer.Argument(help="Problem file: class Model, get_inputs(), get_init_inputs().")],
-    solution: Annotated[Path, typer.Argument(help="Solution file defining class ModelNew.")],
-    platform: Annotated[str, typer.Option(help="cpu, cuda, or auto (cuda when a GPU is present).")] = "auto",
-    language: Annotated[str | None, typer.Option(help="cpp, cuda or triton; inferred from the source.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds each step of running the candidate may take.")] = 120.0,
-    build_timeout: Annotated[float, typer.Option(help="Seconds compiling the candidate may take.")] = 900.0,
-    memory_mb: Annotated[int, typer.Option(help="Memory limit of the worker process, MiB (0: none).")] = 8192,
-    trials: Annotated[int, typer.Option(min=1, help="Correctness trials, each with fresh random inputs.")] = 3,
-    seed: Annotated[int, typer.Option(help="Seed the models' parameters are drawn after.")] = 0,
-    input_seed: Annotated[int | None, typer.Option(min=0, max=2**62 - 1, help=(
+    problem: Annotated[Path, typer.Argument(metavar="PROBLEM",
+        help="Problem file: class Model, get_inputs(), get_init_inputs().")],
+    solution: Annotated[Path, typer.Argument(metavar="SOLUTION", help="Solution file defining class ModelNew.")],
+    platform: Annotated[str, typer.Option(metavar="PLATFORM",
+        help="cpu, cuda, or auto (cuda when a GPU is present).")] = "auto",
+    language: Annotated[str | None, typer.Option(metavar="LANGUAGE",
+        help="cpp, cuda or triton; inferred from the source.")] = None,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS",
+        help="Seconds each step of running the candidate may take.")] = 120.0,
+    build_timeout: Annotated[float, typer.Option(metavar="SECONDS",
+        help="Seconds compiling the candidate may take.")] = 900.0,
+    memory_mb: Annotated[int, typer.Option(metavar="MIB",
+        help="Memory limit of the worker process, MiB (0: none).")] = 8192,
+    trials: Annotated[int, typer.Option(metavar="N", min=1,
+        help="Correctness trials, each with fresh random inputs.")] = 3,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed the models' parameters are drawn after.")] = 0,
+    input_seed: Annotated[int | None, typer.Option(metavar="SEED", min=0, max=2**62 - 1, help=(
         "Base of the seeds every input is drawn after. Default: a secret one for each evaluation, so that a "
         "candidate cannot know its inputs ahead; give a verdict's input seed back to draw the same inputs."))] = None,
-    baseline: Annotated[list[str] | None, typer.Option(
+    baseline: Annotated[list[str] | None, typer.Option(metavar="NAME",
         help="Baselines to time: eager, compile (repeatable); default both.")] = None,
     no_baselines: Annotated[bool, typer.Option("--no-baselines", help="Time only the candidate.")] = False,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Check correctness only.")] = False,
-    rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
-    rounds: Annotated[int, typer.Option(min=1, help=(
+    rep_ms: Annotated[float, typer.Option(metavar="MS", help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    rounds: Annotated[int, typer.Option(metavar="N", min=1, help=(
         "Rounds each measurement's timed calls are split into, taken in turn by the candidate and the "
         "baselines, so that a slow stretch of the machine weighs on all of them alike."))] = DEFAULT_TIMING_ROUNDS,
     allow_vendor_gemm: Annotated[bool, typer.Option(
         help="Let the candidate call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN).")] = False,
-    allow_op: Annotated[list[str] | None, typer.Option(help="Allow one more ATen operator, e.g. aten::mm.")] = None,
+    allow_op: Annotated[list[str] | None, typer.Option(metavar="OP",
+        help="Allow one more ATen operator, e.g. aten::mm.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
     require_sandbox: Annotated[bool, typer.Option(
         "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox "
@@ -100,7 +140,7 @@ def eval_command(
             verdict = evaluate(problem, solution, options)
         else:
             with err.status("evaluating", spinner="dots") as status:
-                verdict = evaluate(problem, solution, options, progress=lambda m: status.update(m))
+                verdict = evaluate(problem, solution, options, progress=lambda m: status.update(Text(m)))
     except (ProblemError, SolutionError, PlatformError, SandboxUnavailable) as exc:
         _bad_input(str(exc), as_json)
     if as_json:
@@ -120,14 +160,14 @@ def _say_sandbox(required: bool) -> None:
         return
     if required:
         raise SandboxUnavailable(f"the sandbox cannot be enforced here: {'; '.join(missing)}")
-    err.print(f"[yellow]warning:[/] sandbox not fully enforced on this machine: {'; '.join(missing)}",
+    err.print(f"[yellow]warning:[/] sandbox not fully enforced on this machine: {escape('; '.join(missing))}",
               highlight=False)
 
 
 def _bad_input(message: str, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps({"error": message}) + "\n")
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -145,9 +185,9 @@ def _print_verdict(verdict: Verdict, problem: Path, solution: Path) -> None:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("verdict", f"[{colour}]{verdict.verdict}[/]")
-    table.add_row("reason", verdict.reason)
+    table.add_row("reason", Text(verdict.reason))
     if verdict.rule:
-        table.add_row("rule", verdict.rule)
+        table.add_row("rule", Text(verdict.rule))
     table.add_row("platform", f"{verdict.platform} ({verdict.language})")
     if verdict.max_abs_error is not None:
         table.add_row("max abs error", f"{verdict.max_abs_error:.3g} (relative norm {verdict.max_rel_norm_error:.3g})")
@@ -165,61 +205,71 @@ def _print_verdict(verdict: Verdict, problem: Path, solution: Path) -> None:
         table.add_row("input seed", f"{seed} (--input-seed {seed} draws these inputs again)")
     out.print(table)
     for warning in verdict.warnings:
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
-DbOption = Annotated[Path | None, typer.Option("--db", help="Run database (default: per-user, see docs).")]
+DbOption = Annotated[Path | None, typer.Option("--db", metavar="FILE",
+        help="Run database (default: per-user, see docs).")]
 
 
-@app.command("optimize")
+@app.command("optimize", cls=_Command, short_help="Find a fast, correct kernel for a problem.")
 def optimize_command(
-    problem: Annotated[Path | None, typer.Argument(help="Problem file (not needed with --resume).")] = None,
-    platform: Annotated[str, typer.Option(help="cpu, cuda, or auto.")] = "auto",
-    language: Annotated[str | None, typer.Option(help="cpp, cuda or triton (default: the platform's first).")] = None,
-    model: Annotated[str | None, typer.Option(
+    problem: Annotated[Path | None, typer.Argument(metavar="PROBLEM",
+        help="Problem file (not needed with --resume).")] = None,
+    platform: Annotated[str, typer.Option(metavar="PLATFORM", help="cpu, cuda, or auto.")] = "auto",
+    language: Annotated[str | None, typer.Option(metavar="LANGUAGE",
+        help="cpp, cuda or triton (default: the platform's first).")] = None,
+    model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL",
         help="PROVIDER:MODEL, e.g. openai:gpt-4o or anthropic:claude-x; builtin for the engine (no LLM).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
-    reference: Annotated[Path | None, typer.Option(
+    base_url: Annotated[str | None, typer.Option(metavar="URL",
+        help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
+    reference: Annotated[Path | None, typer.Option(metavar="FILE",
         help="A working solution for another platform, to translate from.")] = None,
     builtin_start: Annotated[bool, typer.Option(
         help="Start the LLM loop from the builtin engine's kernel, and let it serve the staged pipeline's "
              "autotuning stage, when it can lower the problem.")] = True,
-    rounds: Annotated[int, typer.Option(min=0, help="Optimization rounds after the first correct kernel.")] = 3,
-    attempts: Annotated[int, typer.Option(min=1, help="Attempts allowed to reach a correct kernel.")] = 5,
-    candidates: Annotated[int, typer.Option(min=1, help="Candidates requested concurrently per step.")] = 1,
-    patience: Annotated[int, typer.Option(min=1, help="Stop after this many rounds without improvement.")] = 2,
-    out_file: Annotated[Path | None, typer.Option(
-        "--out", help="Write the best solution here (a standalone file that runs without kforge).")] = None,
-    resume: Annotated[int | None, typer.Option(help="Resume run RUN_ID where it stopped.")] = None,
+    rounds: Annotated[int, typer.Option(metavar="N", min=0,
+        help="Optimization rounds after the first correct kernel.")] = 3,
+    attempts: Annotated[int, typer.Option(metavar="N", min=1, help="Attempts allowed to reach a correct kernel.")] = 5,
+    candidates: Annotated[int, typer.Option(metavar="N", min=1,
+        help="Candidates requested concurrently per step.")] = 1,
+    patience: Annotated[int, typer.Option(metavar="N", min=1,
+        help="Stop after this many rounds without improvement.")] = 2,
+    out_file: Annotated[Path | None, typer.Option("--out", metavar="FILE",
+        help="Write the best solution here (a standalone file that runs without kforge).")] = None,
+    resume: Annotated[int | None, typer.Option(metavar="RUN", help="Resume run RUN_ID where it stopped.")] = None,
     db: DbOption = None,
     images: Annotated[bool, typer.Option(help="Send profile charts as images (for models that accept them).")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Always ask the model, never the store.")] = False,
-    max_usd: Annotated[float | None, typer.Option(help="Budget: US dollars for the run.")] = None,
-    max_calls: Annotated[int | None, typer.Option(help="Budget: LLM calls for the run.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
-    rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
-    timing_rounds: Annotated[int, typer.Option(min=1, help=(
+    max_usd: Annotated[float | None, typer.Option(metavar="USD", help="Budget: US dollars for the run.")] = None,
+    max_calls: Annotated[int | None, typer.Option(metavar="N", help="Budget: LLM calls for the run.")] = None,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS",
+        help="Seconds each step of running a candidate may take.")] = 120.0,
+    rep_ms: Annotated[float, typer.Option(metavar="MS", help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    timing_rounds: Annotated[int, typer.Option(metavar="N", min=1, help=(
         "Rounds each measurement's timed calls are split into, taken in turn with the baselines' "
         "(see kforge eval --rounds)."))] = DEFAULT_TIMING_ROUNDS,
-    baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
-    pipeline: Annotated[str, typer.Option(
+    baseline: Annotated[list[str] | None, typer.Option(metavar="NAME",
+        help="Baselines to time: eager, compile.")] = None,
+    pipeline: Annotated[str, typer.Option(metavar="NAME",
         help="loop (KForge: generate, analyse, refine) or staged (Xe-Forge: analyzer, planner, stages).")] = "loop",
-    kernel: Annotated[Path | None, typer.Option(
+    kernel: Annotated[Path | None, typer.Option(metavar="FILE",
         help="Staged: a correct starting kernel (default: the loop's first correct candidate).")] = None,
-    stages: Annotated[str | None, typer.Option(
+    stages: Annotated[str | None, typer.Option(metavar="LIST",
         help="Staged: stages to use, comma-separated (e.g. fusion,memory_access), or -name to skip one.")] = None,
-    retries: Annotated[int, typer.Option(min=0, help="Staged: retries per stage after its first try.")] = 2,
+    retries: Annotated[int, typer.Option(metavar="N", min=0,
+        help="Staged: retries per stage after its first try.")] = 2,
     allow_vendor_gemm: Annotated[bool, typer.Option(
         help="Let candidates call the vendor's GEMM/convolution (cuBLAS, oneDNN, cuDNN); the builtin engine "
              "then offers variants that do.")] = False,
     require_sandbox: Annotated[bool, typer.Option(
         "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox "
                                   "(default: go on, with a warning).")] = False,
-    min_speedup: Annotated[float | None, typer.Option(
+    min_speedup: Annotated[float | None, typer.Option(metavar="X",
         help="Count the run as not successful (exit 1) when its best is not at least this many times faster "
              "than PyTorch eager; the kernel is still written.")] = None,
-    time_budget: Annotated[float | None, typer.Option(
-        min=1, help="Seconds of search: the builtin engine's tuning and the model's calls (default: the model's "
+    time_budget: Annotated[float | None, typer.Option(metavar="SECONDS", min=1,
+        help="Seconds of search: the builtin engine's tuning and the model's calls (default: the model's "
                     "budgets alone; the engine tunes for at most 600 s).")] = None,
 ) -> None:
     """Generate, verify and refine a kernel: the KForge loop, or the staged pipeline (--pipeline staged).
@@ -253,7 +303,7 @@ def optimize_command(
                     _bad_input("give a PROBLEM file, or --resume RUN_ID", False)
                 if settings.model is None:
                     err.print("no model configured: using the builtin engine (--model PROVIDER:MODEL for an LLM)",
-                              highlight=False)
+                              markup=False, highlight=False)
                 request = build_request(
                     problem, model=settings.model, platform=platform, language=language, pipeline=pipeline,
                     kernel=kernel, stages=stages, reference=reference, retries=retries, eval_options=eval_options,
@@ -273,7 +323,7 @@ def optimize_command(
             SandboxUnavailable) as exc:
         _bad_input(str(exc), False)
     except (LLMError, LoweringError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT) from None
 
 
@@ -302,48 +352,48 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
 
     resume = f"kforge optimize --resume {run_id}" + (f" --db {db}" if db else "")
     err.print(f"run {run_id}: {request.problem} on {request.platform} ({request.language}) with {request.model}",
-              highlight=False)
+              markup=False, highlight=False)
     try:
         with err.status("starting", spinner="dots") as status:
             def on_event(event: Event) -> None:
-                status.update(event.text)
+                status.update(Text(event.text))
                 # On a terminal the spinner shows each step; elsewhere (a log, CI) each step is a line.
                 if event.lasting or (event.kind == "status" and not err.is_terminal):
-                    err.print(f"  {event.text}", highlight=False)
+                    err.print(f"  {event.text}", markup=False, highlight=False)
 
             outcome = run_request(store, run_id, request, chat, settings.budget(), use_cache=not settings.no_cache,
                                   on_event=on_event)
     except KeyboardInterrupt:
         _write_best_so_far(store, run_id, out_file)
-        err.print(f"interrupted; everything judged is kept. Resume with: {resume}", highlight=False)
+        err.print(f"interrupted; everything judged is kept. Resume with: {resume}", markup=False, highlight=False)
         raise typer.Exit(130) from None
     out.print(attempts_table(store, run_id))
     tree = trial_tree(store, run_id)
     if tree is not None:
-        out.print(tree, highlight=False)
-    out.print(costs_line(store, run_id), highlight=False)
+        out.print(tree, markup=False, highlight=False)
+    out.print(costs_line(store, run_id), markup=False, highlight=False)
     result = outcome.result
-    err.print(f"stopped: {result.stop_reason}", highlight=False)
+    err.print(f"stopped: {result.stop_reason}", markup=False, highlight=False)
     can_go_on = result.stop_reason.startswith(("the model failed", "budget reached"))
     if result.best is None:
         if can_go_on:
-            err.print(f"resume with: {resume}", highlight=False)
+            err.print(f"resume with: {resume}", markup=False, highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
     verdict = result.best.verdict
     assert verdict is not None
     again = outcome.confirmation
     shown = again if again is not None and again.correct else verdict
-    out.print(stored_best_line(store, run_id), highlight=False)  # the same line `kforge show` prints
+    out.print(stored_best_line(store, run_id), markup=False, highlight=False)  # the same line `kforge show` prints
     if out_file is not None:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         out_file.write_text(result.best.source)
-        out.print(f"wrote {out_file}", highlight=False, soft_wrap=True)  # a path stays whole
+        out.print(f"wrote {out_file}", markup=False, highlight=False, soft_wrap=True)  # a path stays whole
     if again is not None and not again.correct:
         err.print(f"[bold red]the best did not pass when judged again at the end:[/] {again.verdict}: "
-                  f"{again.reason}", highlight=False)
+                  f"{escape(again.reason)}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
     if can_go_on:
-        err.print(f"the run stopped early; resume with: {resume}", highlight=False)
+        err.print(f"the run stopped early; resume with: {resume}", markup=False, highlight=False)
     if min_speedup is not None and (shown.speedup_vs_eager or 0.0) < min_speedup:
         achieved = "not timed" if shown.speedup_vs_eager is None else f"{shown.speedup_vs_eager:.2f}x"
         err.print(f"[bold red]below --min-speedup:[/] the best is {achieved} vs eager, {min_speedup:g}x asked",
@@ -358,30 +408,37 @@ def _write_best_so_far(store: Any, run_id: int, out_file: Path | None) -> None:
         return
     out_file.parent.mkdir(parents=True, exist_ok=True)
     out_file.write_text(best.attempt.source)
-    err.print(f"wrote the best so far (attempt {best.attempt.number}) to {out_file}", highlight=False, soft_wrap=True)
+    err.print(f"wrote the best so far (attempt {best.attempt.number}) to {out_file}", markup=False, highlight=False,
+              soft_wrap=True)
 
 
-@app.command("suite")
+@app.command("suite", cls=_Command, short_help="Optimize or judge a folder of problems.")
 def suite_command(
-    paths: Annotated[list[Path], typer.Argument(help="Problem files, or folders searched for them recursively.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for results.jsonl, summary.json and the reports.")],
-    model: Annotated[str | None, typer.Option(
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+        help="Problem files, or folders searched for them recursively.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR",
+        help="Folder for results.jsonl, summary.json and the reports.")],
+    model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL",
         help="PROVIDER:MODEL, or builtin for the engine (the default when no model is configured).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
-    platform: Annotated[str, typer.Option(help="cpu, cuda, or auto.")] = "auto",
-    language: Annotated[str | None, typer.Option(help="cpp, cuda or triton (default: the platform's first).")] = None,
-    solutions: Annotated[Path | None, typer.Option(
+    base_url: Annotated[str | None, typer.Option(metavar="URL",
+        help="Server URL of an OpenAI- or Anthropic-compatible API.")] = None,
+    platform: Annotated[str, typer.Option(metavar="PLATFORM", help="cpu, cuda, or auto.")] = "auto",
+    language: Annotated[str | None, typer.Option(metavar="LANGUAGE",
+        help="cpp, cuda or triton (default: the platform's first).")] = None,
+    solutions: Annotated[Path | None, typer.Option(metavar="DIR",
         help="Judge the solutions in this folder (same file names as the problems) instead of optimizing.")] = None,
-    workers: Annotated[int | None, typer.Option(
-        min=1, help="Problems at once: default one per GPU on a GPU platform, one on a CPU.")] = None,
-    ray: Annotated[str | None, typer.Option(
-        "--ray", help="Run on a Ray cluster: auto (a running one, else a local one) or its ADDRESS; one slot per "
+    workers: Annotated[int | None, typer.Option(metavar="N", min=1,
+        help="Problems at once: default one per GPU on a GPU platform, one on a CPU.")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", metavar="ADDRESS",
+        help="Run on a Ray cluster: auto (a running one, else a local one) or its ADDRESS; one slot per "
                       "GPU of the cluster (pip install 'kforge[ray]').")] = None,
-    time_budget: Annotated[float | None, typer.Option(help="Seconds of search per problem.")] = None,
+    time_budget: Annotated[float | None, typer.Option(metavar="SECONDS", help="Seconds of search per problem.")] = None,
     db: DbOption = None,
-    timeout: Annotated[float, typer.Option(help="Seconds each step of running a candidate may take.")] = 120.0,
-    rep_ms: Annotated[float, typer.Option(help="Milliseconds of timed calls per measurement.")] = 1000.0,
-    baseline: Annotated[list[str] | None, typer.Option(help="Baselines to time: eager, compile.")] = None,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS",
+        help="Seconds each step of running a candidate may take.")] = 120.0,
+    rep_ms: Annotated[float, typer.Option(metavar="MS", help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    baseline: Annotated[list[str] | None, typer.Option(metavar="NAME",
+        help="Baselines to time: eager, compile.")] = None,
     require_sandbox: Annotated[bool, typer.Option(
         "--require-sandbox", help="Refuse to run candidates where the kernel cannot enforce the sandbox.")] = False,
 ) -> None:
@@ -417,19 +474,19 @@ def suite_command(
     except RayUnavailable as exc:
         _bad_input(str(exc), False)
     err.print(f"suite: {len(problems)} problems, {len(runners)} at once ({', '.join(r.name for r in runners)}), "
-              f"results in {out_dir}", highlight=False)
+              f"results in {out_dir}", markup=False, highlight=False)
     try:
         rows = _with_progress(lambda show, line: run_suite(problems, spec, out_dir, runners, show, line))
     except KeyboardInterrupt:
         err.print("interrupted: every finished problem is kept; run the same command again to continue",
-                  highlight=False)
+                  markup=False, highlight=False)
         raise typer.Exit(130) from None
     summary = finish(rows, out_dir)
     from kforge.suite.report import headline
 
     for line in headline(summary):
-        out.print(line, highlight=False, soft_wrap=True)
-    out.print(f"wrote {out_dir / 'report.html'}", highlight=False, soft_wrap=True)
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    out.print(f"wrote {out_dir / 'report.html'}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _with_progress(run: Any) -> Any:
@@ -439,7 +496,8 @@ def _with_progress(run: Any) -> Any:
 
     def line(row: Any) -> None:
         speedup = f" {row.speedup_vs_eager:.2f}x vs eager" if row.speedup_vs_eager else ""
-        err.print(f"{row.problem}: {row.status}{speedup} ({row.wall_s:.0f} s)", highlight=False, soft_wrap=True)
+        err.print(f"{row.problem}: {row.status}{speedup} ({row.wall_s:.0f} s)", markup=False, highlight=False,
+                  soft_wrap=True)
 
     if not err.is_terminal:
         return run(None, line)
@@ -452,14 +510,15 @@ def _with_progress(run: Any) -> Any:
                 rows += [f"  {slot}: {text}" for slot, text in sorted(progress.running.items())]
             live.update("\n".join(rows))
 
-        return run(show, lambda row: live.console.print(f"{row.problem}: {row.status}", highlight=False))
+        return run(show, lambda row: live.console.print(f"{row.problem}: {row.status}", markup=False, highlight=False))
 
 
-@app.command("runs")
+@app.command("runs", cls=_Command, short_help="List recorded runs and how each ended.")
 def runs_command(
     db: DbOption = None,
-    limit: Annotated[int, typer.Option(help="Show at most this many runs.")] = 20,
-    status: Annotated[str | None, typer.Option(help="Only runs with this status: running, finished, failed, "
+    limit: Annotated[int, typer.Option(metavar="N", help="Show at most this many runs.")] = 20,
+    status: Annotated[str | None, typer.Option(metavar="STATUS",
+        help="Only runs with this status: running, finished, failed, "
                                                     "interrupted.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run, one per line.")] = False,
 ) -> None:
@@ -481,9 +540,10 @@ def runs_command(
         out.print(runs_table(rows))
 
 
-@app.command("rm")
+@app.command("rm", cls=_Command, short_help="Remove runs from the store.")
 def rm_command(
-    run_ids: Annotated[list[int], typer.Argument(help="The runs to remove, with everything recorded with them.")],
+    run_ids: Annotated[list[int], typer.Argument(metavar="RUN",
+        help="The runs to remove, with everything recorded with them.")],
     db: DbOption = None,
 ) -> None:
     """Remove runs from the store (their attempts, evaluations, model calls and profiles too)."""
@@ -497,13 +557,14 @@ def rm_command(
                 _bad_input(f"no run {', '.join(map(str, missing))} in the store (nothing was removed)", False)
             for run_id in run_ids:
                 store.delete_run(run_id)
-                out.print(f"removed run {run_id}", highlight=False)
+                out.print(f"removed run {run_id}", markup=False, highlight=False)
     except (ConfigError, StoreError) as exc:
         _bad_input(str(exc), False)
 
 
-@app.command("show")
-def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")], db: DbOption = None) -> None:
+@app.command("show", cls=_Command, short_help="Show a run's attempts, best and costs.")
+def show_command(run_id: Annotated[int, typer.Argument(metavar="RUN",
+        help="The run to show.")], db: DbOption = None) -> None:
     """Show a run's attempts, its best candidate and its costs; for a staged run, its trial tree."""
     from kforge.config import ConfigError, load_settings
     from kforge.reports import attempts_table, costs_line, stored_best_line
@@ -517,21 +578,29 @@ def show_command(run_id: Annotated[int, typer.Argument(help="The run to show.")]
                 _bad_input(f"no run {run_id} in the store", False)
             assert run is not None
             out.print(f"run {run.id}: {run.command} {run.problem_path or ''} on {run.platform}/{run.language} "
-                      f"with {run.model or '-'} ({run.status})", highlight=False)
+                      f"with {run.model or '-'} ({_ending(run.status, run.stop_reason)})", markup=False,
+                      highlight=False)
             out.print(attempts_table(store, run_id))
             tree = trial_tree(store, run_id)
             if tree is not None:
-                out.print(tree, highlight=False)
-            out.print(stored_best_line(store, run_id), highlight=False)
-            out.print(costs_line(store, run_id), highlight=False)
+                out.print(tree, markup=False, highlight=False)
+            out.print(stored_best_line(store, run_id), markup=False, highlight=False)
+            out.print(costs_line(store, run_id), markup=False, highlight=False)
     except (ConfigError, StoreError) as exc:
         _bad_input(str(exc), False)
 
 
-@app.command("export")
+def _ending(status: str, reason: str | None) -> str:
+    """How a run ended, as `show` says it: `failed: no API key`, `interrupted (Ctrl-C)`, `running`."""
+    if not reason or reason == status:
+        return status
+    return reason if reason.startswith(status) else f"{status}: {reason}"
+
+
+@app.command("export", cls=_Command, short_help="Write a run's best solution and record.")
 def export_command(
-    run_id: Annotated[int, typer.Argument(help="The run to export.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Directory for solution.py and run.json.")],
+    run_id: Annotated[int, typer.Argument(metavar="RUN", help="The run to export.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory for solution.py and run.json.")],
     db: DbOption = None,
 ) -> None:
     """Write a run's best solution and a JSON record of the whole run."""
@@ -544,6 +613,6 @@ def export_command(
             if store.get_run(run_id) is None:
                 _bad_input(f"no run {run_id} in the store", False)
             for path in export_run(store, run_id, out_dir):
-                out.print(f"wrote {path}", highlight=False, soft_wrap=True)
+                out.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
     except (ConfigError, StoreError) as exc:
         _bad_input(str(exc), False)
