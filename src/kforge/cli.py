@@ -597,22 +597,31 @@ def _ending(status: str, reason: str | None) -> str:
     return reason if reason.startswith(status) else f"{status}: {reason}"
 
 
-@app.command("export", cls=_Command, short_help="Write a run's best solution and record.")
+@app.command("export", cls=_Command, short_help="Write a run's best kernel, ready for your code.")
 def export_command(
     run_id: Annotated[int, typer.Argument(metavar="RUN", help="The run to export.")],
     out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory for solution.py and run.json.")],
+    as_op: Annotated[str | None, typer.Option(
+        "--as-op", metavar="NAME", help="Also write NAME_op.py: the kernel as torch.ops.kforge.NAME, a layer "
+                                        "usable in a model and under torch.compile.")] = None,
+    build: Annotated[bool, typer.Option(
+        help="Bundle the C++/CUDA libraries built for this machine, so the first import does not compile.")] = True,
     db: DbOption = None,
 ) -> None:
-    """Write a run's best solution and a JSON record of the whole run."""
+    """Write a run's best solution (with its libraries built for this machine), a JSON record of the whole
+    run, and with --as-op a custom operator module. See docs/export.md."""
     from kforge.config import ConfigError, load_settings
-    from kforge.reports import export_run
+    from kforge.export.custom_op import OperatorNameError
+    from kforge.export.run import ExportError, export_run
     from kforge.store import Store, StoreError
 
     try:
-        with Store(load_settings({"db": db}).db_path) as store:
-            if store.get_run(run_id) is None:
-                _bad_input(f"no run {run_id} in the store", False)
-            for path in export_run(store, run_id, out_dir):
-                out.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
-    except (ConfigError, StoreError) as exc:
+        with Store(load_settings({"db": db}).db_path) as store, \
+                err.status("exporting (building the kernel's libraries if the cache lacks them)"):
+            report = export_run(store, run_id, out_dir, as_op=as_op, build=build)
+    except (ConfigError, StoreError, ExportError, OperatorNameError) as exc:
         _bad_input(str(exc), False)
+    for note in report.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
+    for path in report.written:
+        out.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)

@@ -6,7 +6,6 @@ from kforge.reports.tables import (
     best_line,
     confirmation_of,
     costs_line,
-    export_run,
     run_record,
     run_summary,
     runs_table,
@@ -14,5 +13,5 @@ from kforge.reports.tables import (
 )
 from kforge.reports.trial_tree import stage_gains, trial_tree
 
-__all__ = ["attempts_table", "best_line", "confirmation_of", "costs_line", "export_run", "run_record", "run_summary",
+__all__ = ["attempts_table", "best_line", "confirmation_of", "costs_line", "run_record", "run_summary",
            "runs_table", "stage_gains", "stored_best_line", "trial_tree"]

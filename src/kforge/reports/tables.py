@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -250,17 +249,3 @@ def _confirmation_record(confirmation: dict[str, Any] | None, numbers: dict[int,
         return None
     return {"attempt": numbers.get(confirmation.get("attempt_id", -1)), "verdict": confirmation.get("verdict")}
 
-
-def export_run(store: Store, run_id: int, out_dir: Path) -> list[Path]:
-    """Write the best solution (`solution.py`) and the run's record (`run.json`) into `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    best = store.best_attempt(run_id)
-    if best is not None:
-        solution = out_dir / "solution.py"
-        solution.write_text(best.attempt.source)
-        written.append(solution)
-    record = out_dir / "run.json"
-    record.write_text(json.dumps(run_record(store, run_id), indent=2, default=str) + "\n")
-    written.append(record)
-    return written

@@ -1,0 +1,93 @@
+"""`kforge export RUN --out DIR --as-op NAME`: the run's kernel as `torch.ops.kforge.NAME`, used in a small model
+in eager mode and under torch.compile (whole graph, the operator opaque), its library loaded from the export."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kforge.store import Store
+from tests.test_cli import kforge
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEM = ROOT / "problems" / "leaky_scale.py"
+HONEST = ROOT / "candidates" / "leaky_scale" / "honest.py"
+
+# A model with the exported layer between PyTorch layers, against the same model with the problem's reference
+# in its place (same parameters): eager, torch.compile(fullgraph=True), and torch.library.opcheck.
+_USE_IN_A_MODEL = r"""
+import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from leaky_scale_op import LeakyScale, _reference
+
+class Net(torch.nn.Module):
+    def __init__(self, layer):
+        super().__init__()
+        self.pre = torch.nn.Linear(512, 512)
+        self.layer = layer
+    def forward(self, x):
+        return self.layer(self.pre(x)).relu().sum(dim=1)
+
+torch.manual_seed(0)
+net = Net(LeakyScale(512))
+reference = Net(_reference.Model(512))
+reference.load_state_dict({"pre.weight": net.pre.weight, "pre.bias": net.pre.bias,
+                           "layer.scale": net.layer.kernel.scale})
+x = torch.randn(256, 512)
+with torch.no_grad():
+    expected = reference(x)
+    eager = net(x)
+    compiled = torch.compile(net, fullgraph=True, backend="aot_eager")(x)
+checks = torch.library.opcheck(torch.ops.kforge.leaky_scale.default,
+                               ([x], [net.layer.kernel.scale.detach()], net.layer._number))
+library = sys.modules["_kforge_leaky_scale_solution"].ext.__file__
+print(json.dumps({"eager": bool(torch.allclose(eager, expected, atol=1e-4)),
+                  "compiled": bool(torch.allclose(compiled, expected, atol=1e-4)),
+                  "opcheck": sorted(set(checks.values())), "library": library}))
+"""
+
+
+def _run_with_best(db: Path, source: str) -> int:
+    with Store(db) as store:
+        run = store.create_run(command="optimize", problem_path=str(PROBLEM), platform="cpu", language="cpp",
+                               model="builtin")
+        attempt = store.record_attempt(run.id, source=source, language="cpp", platform="cpu", made_by="builtin",
+                                       round=0)
+        store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": 1.0})
+        return run.id
+
+
+@pytest.mark.slow
+def test_export_as_op_gives_an_operator_usable_in_a_model_and_under_torch_compile(tmp_path: Path) -> None:
+    db, out = tmp_path / "runs.db", tmp_path / "export"
+    run_id = _run_with_best(db, HONEST.read_text())
+    exported = kforge("export", str(run_id), "--db", db, "--out", out, "--as-op", "leaky_scale")
+    assert exported.returncode == 0, exported.stderr
+    assert {path.name for path in out.iterdir()} == {"solution.py", "build", "problem.py", "leaky_scale_op.py",
+                                                     "run.json"}
+    used = subprocess.run([sys.executable, "-c", _USE_IN_A_MODEL, str(out)], capture_output=True, text=True,
+                          timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                            "TORCH_EXTENSIONS_DIR": str(tmp_path / "no-builds-here")})
+    assert used.returncode == 0, used.stderr[-3000:]
+    result = json.loads(used.stdout.splitlines()[-1])
+    assert result["eager"] and result["compiled"]
+    assert result["opcheck"] == ["SUCCESS"]
+    assert Path(result["library"]).is_relative_to(out / "build")
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--as-op", "2fast"], "--as-op needs a Python identifier"),
+    (["--as-op", "ok_name"], "has no correct solution to make an operator of"),
+])
+def test_export_refuses_what_it_cannot_make_with_exit_2(tmp_path: Path, arguments: list[str], message: str) -> None:
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        run_id = store.create_run(command="optimize", problem_path=str(PROBLEM), platform="cpu").id
+    refused = kforge("export", str(run_id), "--db", db, "--out", tmp_path / "out", *arguments)
+    assert refused.returncode == 2
+    assert message in refused.stderr
