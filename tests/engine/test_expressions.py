@@ -35,6 +35,6 @@ def test_a_scalar_op_without_a_spelling_is_one_line_for_the_user() -> None:
 
 
 def test_the_cpp_backend_does_not_load_the_triton_emitter() -> None:
-    code = "import sys, kforge.engine.cpp_backend; print('kforge.engine.triton_emit' in sys.modules)"
+    code = "import sys, kforge.engine.cpp_backend; print('kforge.engine.triton.emit' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "False"

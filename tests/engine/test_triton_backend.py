@@ -16,7 +16,7 @@ from kforge.engine import ir
 from kforge.engine.capture import LoweringError
 from kforge.engine.ir import Node, Program, TensorSpec, make_attrs
 from kforge.engine.propose import propose
-from kforge.engine.triton_backend import Unsupported, variants
+from kforge.engine.triton import Unsupported, variants
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
 from kforge.verify.policy import Policy

@@ -15,7 +15,7 @@ import torch
 
 from kforge.engine.ir import Node, Program, TensorSpec
 from kforge.engine.propose import propose
-from kforge.engine.triton_fast import param_root, prelude_split, tiling
+from kforge.engine.triton.fast import param_root, prelude_split, tiling
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
 from kforge.verify.verdict import Outcome

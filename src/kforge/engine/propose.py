@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kforge.engine import cpp_backend, ir, standalone, triton_backend
+from kforge.engine import cpp_backend, ir, standalone, triton
 from kforge.engine.capture import LoweringError, capture
 from kforge.engine.compose import compose
 from kforge.engine.partition import Kernel, Partition, ViewStep, partition
 from kforge.engine.simplify import simplify
-from kforge.engine.triton_emit import Unsupported
+from kforge.engine.triton import Unsupported
 from kforge.engine.tune import Variant
 from kforge.problem import Problem
 
@@ -64,7 +64,7 @@ def _backend(language: str) -> Backend:
     if language not in ("cpp", "triton"):
         raise LoweringError(f"builtin engine: no backend writes {language}; use --language cpp or triton, "
                             "or configure a model with --model")
-    fused = cpp_backend.variants if language == "cpp" else triton_backend.variants
+    fused = cpp_backend.variants if language == "cpp" else triton.variants
 
     def render(program: ir.Program, source: str, vendor_gemm: bool = False,
                limit: int = 3) -> list[tuple[dict[str, Any], str]]:
