@@ -36,6 +36,9 @@ class Proposal:
 
 
 class GenerationAgent:
+    """Writes solutions for the KForge loop: a `kforge.proposer.Proposer` of a `GenerationRequest` -> a `Proposal`
+    (with `on_delta`, the reply streams as it comes)."""
+
     def __init__(self, chat: ChatModel, target: Target, problem_source: str, reference_solution: str | None = None,
                  max_tokens: int = 8192, temperature: float | None = None) -> None:
         self.chat = chat

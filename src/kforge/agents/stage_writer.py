@@ -31,6 +31,8 @@ class StageRequest:
 
 
 class StageWriter:
+    """Rewrites a kernel for one stage: a `kforge.proposer.Proposer` of a `StageRequest` -> a `Proposal`."""
+
     def __init__(self, chat: ChatModel, target: Target, problem_source: str, max_tokens: int = 8192,
                  temperature: float | None = None) -> None:
         self.chat = chat

@@ -3,7 +3,7 @@
 capture -> simplify -> the backend of the target language. A forward that one kernel cannot compute (several
 GEMMs, reductions in a row, several outputs) is cut into kernels first (`partition`), each simplified and
 rendered by the backend, and the kernels' files joined into one (`compose`). Like the generation agent it only
-writes source text; every candidate is judged by the harness.
+writes source text (`EngineProposer` is its `kforge.proposer.Proposer`); every candidate is judged by the harness.
 """
 
 from __future__ import annotations
@@ -31,6 +31,24 @@ class EngineCandidates:
     program: ir.Program  # after simplification (a graph program, its notes per kernel, when it was partitioned)
     variants: tuple[Variant, ...]  # the backend's default configuration first
     kernels: int = 1  # how many kernels each candidate runs in order
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What the engine is asked for: up to `limit` candidates for `problem` in `language`."""
+
+    problem: Problem
+    language: str
+    vendor_gemm: bool = False  # variants calling the vendor's GEMM or convolution too
+    limit: int = 3
+
+
+class EngineProposer:
+    """The engine as a proposer (`kforge.proposer.Proposer[EngineRequest, EngineCandidates]`)."""
+
+    def propose(self, request: EngineRequest) -> EngineCandidates:
+        """Candidates for the request; LoweringError (one line for the user) when the engine cannot write any."""
+        return propose(request.problem, request.language, vendor_gemm=request.vendor_gemm, limit=request.limit)
 
 
 def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: int = 3) -> EngineCandidates:

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kforge.agents.targets import Target
-from kforge.engine.propose import EngineCandidates, propose
+from kforge.engine.propose import EngineCandidates, EngineProposer, EngineRequest
 from kforge.engine.tune import TuneSettings, tune
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage
 from kforge.pipelines.loop import LoopResult
 from kforge.problem import Problem
+from kforge.proposer import Proposer
 from kforge.store import Store, text_hash
 from kforge.verify.verdict import Evaluator, Verdict
 
@@ -55,6 +56,7 @@ class BuiltinRun:
         self.lineage = lineage
         self.prebuild = prebuild
         self.records: dict[str, AttemptRecord] = {}
+        self.proposer: Proposer[EngineRequest, EngineCandidates] = EngineProposer()
         self.attempts = judge or AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
                                               on_record=lambda _record: None)
 
@@ -63,7 +65,7 @@ class BuiltinRun:
         """Propose and judge up to `variants` (default: `default_variants`); LoweringError (before anything is
         recorded) when the problem cannot be lowered."""
         limit = variants if variants is not None else default_variants(self.platform, self.language)
-        proposal: EngineCandidates = propose(problem, self.language, vendor_gemm=vendor_gemm, limit=limit)
+        proposal = self.proposer.propose(EngineRequest(problem, self.language, vendor_gemm, limit))
         for note in proposal.program.notes:
             self.say(f"builtin: {note}")
         self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")

@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from kforge.agents.analyzer import Issue
 from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import Proposal
-from kforge.agents.stage_writer import StageRequest, StageWriter
+from kforge.agents.stage_writer import StageRequest
 from kforge.knowledge import Retrieval, Violation
 from kforge.pipelines.events import Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage, usage_of
 from kforge.pipelines.stage_knowledge import Checker
+from kforge.proposer import Proposer
 from kforge.verify.compare import is_faster
 
 
@@ -38,7 +39,7 @@ class StageResult:
 
 
 class Cover:
-    def __init__(self, *, writer: StageWriter, check: Checker, judge: AttemptJudge, retries: int,
+    def __init__(self, *, writer: Proposer[StageRequest, Proposal], check: Checker, judge: AttemptJudge, retries: int,
                  say: Reporter) -> None:
         self.writer = writer
         self.check = check
