@@ -8,6 +8,7 @@ interpreter for all of them, the C++ compiler for a few).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,17 @@ def test_a_reduction_over_the_last_dims_is_one_kernel_over_their_merged_view() -
     assert parts.summary() == "conv2d+relu | max_pool | avg_pool | view | mean | view | view | linear"
     _, parts = _parts("graph_full_reductions")  # (x * y).sum(): all dims of a static shape, one reduction
     assert parts.summary().split(" | ").count("sum") == 1
+
+
+def test_a_partitioned_solution_is_the_same_text_under_any_hash_seed() -> None:
+    """The store knows an attempt by its text: a resumed run must write the same variants again."""
+    import subprocess
+    import sys
+
+    script = ("import hashlib; from kforge.problem import load_problem; from kforge.engine.propose import propose; "
+              "c = propose(load_problem('benchmarks/engine_suite/net_prenorm_transformer_block.py'), 'triton', limit=1); "
+              "print(hashlib.sha256(c.variants[0].source.encode()).hexdigest())")
+    root = Path(__file__).resolve().parents[2]
+    digests = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(digests) == 1

@@ -299,7 +299,7 @@ class _Cut:
             steps[kernel.output] = kernel
             for node in members:
                 produced_by[node.name] = kernel.output
-        for name in self.view_steps:
+        for name in [name for name in self.nodes if name in self.view_steps]:  # graph order: the same text every run
             steps[name] = ViewStep(self.nodes[name])
             produced_by[name] = name
         sorter: TopologicalSorter[str] = TopologicalSorter()
