@@ -212,7 +212,8 @@ def test_a_partitioned_solution_is_the_same_text_under_any_hash_seed() -> None:
     import sys
 
     script = ("import hashlib; from kforge.problem import load_problem; from kforge.engine.propose import propose; "
-              "c = propose(load_problem('benchmarks/engine_suite/net_prenorm_transformer_block.py'), 'triton', limit=1); "
+              "problem = load_problem('benchmarks/engine_suite/net_prenorm_transformer_block.py'); "
+              "c = propose(problem, 'triton', limit=1); "
               "print(hashlib.sha256(c.variants[0].source.encode()).hexdigest())")
     root = Path(__file__).resolve().parents[2]
     digests = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
