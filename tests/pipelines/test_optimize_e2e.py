@@ -135,7 +135,7 @@ def test_optimize_with_an_openai_compatible_server(server: ScriptedServer, tmp_p
                            text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert shown.returncode == 0 and "compile_error" in shown.stdout and "best: attempt 4" in shown.stdout
     exported = subprocess.run([sys.executable, "-m", "kforge", "export", "1", "--db", str(db), "--out",
-                               str(tmp_path / "export")], capture_output=True, text=True, timeout=120)
+                               str(tmp_path / "export"), "--no-build"], capture_output=True, text=True, timeout=120)
     assert exported.returncode == 0
     record = json.loads((tmp_path / "export" / "run.json").read_text())
     assert record["best_attempt"] == 4 and len(record["attempts"]) == 4
