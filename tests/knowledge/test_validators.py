@@ -217,6 +217,18 @@ CONFIGS = [
     assert "'huge'" in found[0].message and "num_warps=64" in found[1].message
 
 
+def test_intel_grf_mode_accepts_the_current_strings_only() -> None:
+    def found(value: str) -> list[str]:
+        return messages("intel_grf_mode", TRITON_HEAD + f"def run(x):\n    k[(1,)](x, grf_mode={value})\n", MAX1550)
+
+    for accepted in ('"default"', '"auto"', '"128"', '"256"'):
+        assert found(accepted) == [], accepted
+    assert "not a string" in found("256")[0] and "grf_mode='256'" in found("256")[0]
+    assert "old name of '256'" in found('"large"')[0]
+    assert "old name of '128'" in found('"small"')[0]
+    assert "not accepted" in found('"512"')[0]
+
+
 def test_intel_slm_estimate() -> None:
     source = TRITON_HEAD + """
 import torch  # bfloat16 inputs

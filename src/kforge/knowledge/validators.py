@@ -23,6 +23,10 @@ VALIDATORS: dict[str, Validator] = {}
 #: Triton's cap on the elements of one block (triton._utils.TRITON_MAX_TENSOR_NUMEL)
 _MAX_TENSOR_NUMEL = 1 << 20
 _STATIC_SHARED_DEFAULT = 48 * 1024
+#: Intel register-file modes that double the registers per thread (and halve the threads an Xe-core holds)
+_LARGE_GRF_MODES = frozenset({"256", "512"})
+#: names older Intel Triton releases took, and what current releases call them
+_OLD_GRF_NAMES = {"large": "256", "small": "128"}
 
 
 def validator(name: str) -> Callable[[Validator], Validator]:
@@ -268,8 +272,12 @@ def intel_warps(view: CandidateSource, limits: DeviceLimits) -> list[Finding]:
 
 @validator("intel_grf_mode")
 def intel_grf_mode(view: CandidateSource, limits: DeviceLimits) -> list[Finding]:
-    """grf_mode (a launch keyword or a triton.Config entry) is one the compiler accepts, and a large register
-    file (256 or more registers per thread) is not combined with more than 32 warps."""
+    """grf_mode (a launch keyword or a triton.Config entry) is a string the compiler accepts ("default", "auto",
+    "128", "256" in current Intel Triton), and the large register file is not combined with more than 32 warps.
+
+    The backend compares the option with strings, so `grf_mode=256` (an int) fails like an unknown mode, and the
+    old names "small" and "large" are gone. A mode held in a variable is not seen.
+    """
     triton = view.triton
     if triton is None:
         return []
@@ -278,15 +286,24 @@ def intel_grf_mode(view: CandidateSource, limits: DeviceLimits) -> list[Finding]
         node = setting.options.get("grf_mode")
         if node is None or not isinstance(node, ast.Constant):
             continue
-        mode = str(node.value)
-        if limits.grf_modes and mode not in limits.grf_modes:
-            found.append(Finding(f"grf_mode={mode!r} at line {setting.line} is not accepted; use one of "
-                                 f"{', '.join(repr(m) for m in limits.grf_modes)}", setting.line))
+        found += _grf_value_findings(node.value, setting.line, limits.grf_modes)
         warps = _setting_ints(view, setting, "num_warps") or frozenset()
-        if mode in {"256", "512", "large"} and any(w > 32 for w in warps):
-            found.append(Finding(f"grf_mode={mode!r} halves the threads an Xe-core can hold: it cannot be combined "
-                                 f"with num_warps={max(warps)} (at most 32)", setting.line))
+        if str(node.value) in _LARGE_GRF_MODES and any(w > 32 for w in warps):
+            found.append(Finding(f"grf_mode={node.value!r} halves the threads an Xe-core can hold: it cannot be "
+                                 f"combined with num_warps={max(warps)} (at most 32)", setting.line))
     return found
+
+
+def _grf_value_findings(value: object, line: int, accepted: tuple[str, ...]) -> list[Finding]:
+    if not isinstance(value, str):
+        return [Finding(f"grf_mode={value!r} at line {line} is not a string; Intel's Triton compares the option "
+                        f"with strings, so write grf_mode={str(value)!r}", line)]
+    if not accepted or value in accepted:
+        return []
+    renamed = _OLD_GRF_NAMES.get(value)
+    hint = f" ({value!r} is the old name of {renamed!r})" if renamed else ""
+    return [Finding(f"grf_mode={value!r} at line {line} is not accepted{hint}; use one of "
+                    f"{', '.join(repr(m) for m in accepted)}", line)]
 
 
 @validator("intel_slm")
