@@ -146,7 +146,11 @@ _ADAPTIVE_FUNCTIONS: dict[Any, tuple[str, int]] = {
     F.adaptive_max_pool1d: ("max_pool", 1), F.adaptive_max_pool2d: ("max_pool", 2)}
 _IDENTITY_METHODS = {"contiguous", "clone", "detach"}
 _HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", operator.matmul: "matmul",
-                                    torch.mm: "matmul", torch.bmm: "bmm", F.conv1d: "conv1d", F.conv2d: "conv2d"}
+                                    torch.mm: "matmul", torch.bmm: "bmm", F.conv1d: "conv1d", F.conv2d: "conv2d",
+                                    F.conv3d: "conv3d", F.conv_transpose1d: "conv_transpose1d",
+                                    F.conv_transpose2d: "conv_transpose2d"}
+_CONV_MODULES: dict[type, str] = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d",
+                                  nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d"}
 # Names the user sees for layers that have no lowering (the rest are named by their class).
 _MODULE_NAMES = {nn.BatchNorm1d: "batch_norm", nn.BatchNorm2d: "batch_norm", nn.Dropout: "dropout",
                  nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm",
@@ -279,15 +283,18 @@ class _Lowerer:
             if module.bias is not None:
                 operands += (self._param(f"{path}.bias"),)
             return self._emit(node, "linear", operands)
-        if isinstance(module, (nn.Conv1d, nn.Conv2d)):
+        if type(module) in _CONV_MODULES:
+            op = _CONV_MODULES[type(module)]
             if module.padding_mode != "zeros" or isinstance(module.padding, str):
                 raise cannot_lower(f"convolution (padding {module.padding!r}, mode {module.padding_mode})")
+            if len(node.args) > 1 or node.kwargs:
+                raise cannot_lower(f"{op} (with an output size)")
             operands = (x, self._param(f"{path}.weight"))
             if module.bias is not None:
                 operands += (self._param(f"{path}.bias"),)
-            op = "conv1d" if isinstance(module, nn.Conv1d) else "conv2d"
+            extra = {"output_padding": tuple(module.output_padding)} if op in ir.CONV_TRANSPOSE_OPS else {}
             return self._emit(node, op, operands, stride=tuple(module.stride), padding=tuple(module.padding),
-                              dilation=tuple(module.dilation), groups=int(module.groups))
+                              dilation=tuple(module.dilation), groups=int(module.groups), **extra)
         for kind, (op, attrs) in _ACTIVATION_MODULES.items():
             if type(module) is kind:
                 return self._emit(node, op, (x,), **attrs(module))
@@ -862,16 +869,20 @@ class _Lowerer:
             if op == "matmul" and not (rank_b == 2 and rank_a >= 1) and not (rank_a == rank_b == 3):
                 raise cannot_lower("matmul (of these ranks)")
             return self._emit(node, "bmm" if op == "matmul" and rank_a == rank_b == 3 else op, (args[0], args[1]))
-        names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+        transposed = op in ir.CONV_TRANSPOSE_OPS
+        names = ("input", "weight", "bias", "stride", "padding") + (("output_padding", "groups", "dilation")
+                                                                    if transposed else ("dilation", "groups"))
         values = dict(zip(names, args, strict=False))
         values.update(kwargs)
         if isinstance(values.get("padding", 0), str):
             raise cannot_lower(f"{op} (padding {values['padding']!r})")
-        rank = 1 if op == "conv1d" else 2
+        rank = int(op[-2])  # conv1d, conv3d, conv_transpose2d ...
         operands = (values["input"], values["weight"]) + ((values["bias"],) if values.get("bias") is not None else ())
+        extra = {"output_padding": _ntuple(values.get("output_padding", 0), rank)} if transposed else {}
         return self._emit(node, op, operands, stride=_ntuple(values.get("stride", 1), rank),
                           padding=_ntuple(values.get("padding", 0), rank),
-                          dilation=_ntuple(values.get("dilation", 1), rank), groups=int(values.get("groups", 1)))
+                          dilation=_ntuple(values.get("dilation", 1), rank), groups=int(values.get("groups", 1)),
+                          **extra)
 
 
 def _ntuple(value: Any, rank: int) -> tuple[int, ...]:

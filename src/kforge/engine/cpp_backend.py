@@ -224,13 +224,19 @@ class _Renderer:
                                                                                *self.program.prepared)}:
                 raise cannot_lower(f"{heavy.op} (of a computed operand)")
         context: dict[str, Any] = {"kind": heavy.op, "a": args[0], "b": args[1],
-                                   "bias": args[2] if len(args) > 2 else None}
-        if heavy.op in ("conv1d", "conv2d"):
-            for key in ("stride", "padding", "dilation"):
+                                   "bias": args[2] if len(args) > 2 else None, "nd": False}
+        if heavy.op in (*ir.CONV_OPS, *ir.CONV_TRANSPOSE_OPS):
+            transposed = heavy.op in ir.CONV_TRANSPOSE_OPS
+            for key in ("stride", "padding", "dilation") + (("output_padding",) if transposed else ()):
                 values = tuple(heavy.attr(key))
                 context[f"{key}_list"] = values
                 context[key] = "{" + ", ".join(str(v) for v in values) + "}"
+                # Three spatial dims (conv_nd.cpp.j2): the missing leading ones of size 1.
+                unit = 1 if key in ("stride", "dilation") else 0
+                context[f"{key}3"] = "{" + ", ".join(str(v) for v in (unit,) * (3 - len(values)) + values) + "}"
             context["groups"] = int(heavy.attr("groups", 1))
+            context.update(nd=heavy.op not in ("conv1d", "conv2d"), transposed=transposed,
+                           spatial=len(heavy.attr("stride")))
         return context
 
     def render(self) -> str:
@@ -377,7 +383,9 @@ class _Renderer:
         heavy = self.program.heavy
         if heavy is not None:
             how = "the vendor library (ATen)" if self.vendor else (
-                "a blocked C++ GEMM" if heavy.op in ("linear", "matmul", "bmm") else "a direct C++ convolution")
+                "a blocked C++ GEMM" if heavy.op in ("linear", "matmul", "bmm") else
+                "a direct C++ transposed convolution" if heavy.op in ir.CONV_TRANSPOSE_OPS else
+                "a direct C++ convolution")
             lines.append(f"Heavy op: {heavy.op}, through {how}.")
         lines.append(self._summary() + ".")
         lines.extend(f"Rewrite: {note}" for note in self.program.notes)

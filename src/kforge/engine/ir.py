@@ -32,6 +32,8 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
   `softplus`: `beta`, `threshold`; `pow` with a float exponent is a binary op with a float arg;
 - `linear`: args `(x, weight[, bias])`; `matmul`/`bmm`: args `(a, b)`;
   `conv1d`/`conv2d`: args `(x, weight[, bias])`, attrs `stride`, `padding`, `dilation` (tuples), `groups`;
+  `conv3d` likewise; `conv_transpose1d`/`conv_transpose2d`: the same args and attrs, and `output_padding`
+  (a tuple; the weight is (in channels, out channels per group, taps...), as torch holds it);
 - `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped);
   `permute`: `dims` (a permutation; the backends leave it to Python between kernels);
   a slice whose end is a run-time size has args `(x, stop)`, `stop` naming a `size` node (the attr is None);
@@ -73,7 +75,9 @@ Shape = tuple[int, ...]
 # bool only for comparisons' results inside an epilogue (kernels hold them as 1.0/0.0), never for an input,
 # parameter or output.
 DTYPES = ("float32", "float64", "float16", "bfloat16", "bool")
-HEAVY_OPS = ("linear", "matmul", "bmm", "conv1d", "conv2d")
+CONV_OPS = ("conv1d", "conv2d", "conv3d")
+CONV_TRANSPOSE_OPS = ("conv_transpose1d", "conv_transpose2d")
+HEAVY_OPS = ("linear", "matmul", "bmm", *CONV_OPS, *CONV_TRANSPOSE_OPS)
 UNARY_OPS = ("neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos",
              "erf", "sigmoid", "tanh", "relu", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu",
              "elu", "hardsigmoid", "hardswish", "clamp", "cast", "logical_not")
@@ -371,11 +375,16 @@ def _apply_heavy(node: Node, args: list[Any]) -> torch.Tensor:
         return torch.matmul(args[0], args[1])
     if op == "bmm":
         return torch.bmm(args[0], args[1])
-    if op in ("conv1d", "conv2d"):
-        conv = F.conv1d if op == "conv1d" else F.conv2d
+    if op in CONV_OPS:
+        conv = {"conv1d": F.conv1d, "conv2d": F.conv2d, "conv3d": F.conv3d}[op]
         return conv(args[0], args[1], args[2] if len(args) > 2 else None, stride=node.attr("stride", 1),
                     padding=node.attr("padding", 0), dilation=node.attr("dilation", 1),
                     groups=node.attr("groups", 1))
+    if op in CONV_TRANSPOSE_OPS:
+        transposed = F.conv_transpose1d if op == "conv_transpose1d" else F.conv_transpose2d
+        return transposed(args[0], args[1], args[2] if len(args) > 2 else None, stride=node.attr("stride", 1),
+                          padding=node.attr("padding", 0), output_padding=node.attr("output_padding", 0),
+                          groups=node.attr("groups", 1), dilation=node.attr("dilation", 1))
     raise IRError(f"unknown op {op!r}")
 
 
