@@ -1,6 +1,6 @@
 """Harness overhead and measurement spread: prints figures, asserts nothing.
 
-    python benchmarks/harness_overhead.py [--problem P --solution S] [--platform cpu|cuda] [--repeats 5]
+    python benchmarks/harness_overhead.py [--problem P --solution S] [--platform cpu|cuda] [--repeats 5] [--steps]
 
 Reports, for one kernel:
   cold      one evaluation with an empty build cache (compiles the candidate);
@@ -14,11 +14,16 @@ Reports, for one kernel:
             in a bare loop in this process (no worker, no fresh inputs, no cache flush), and the spread of
             those medians is printed beside the harness's. A harness cannot be steadier than its machine:
             where the floor is above the target, the target cannot be judged there.
+  steps     with --steps, where a cached evaluation's wall time goes: the time from each progress message
+            of the harness to the next, summed by step over the cached evaluations (median per evaluation).
+
+The default solution is the bundled example's for the platform's first language (C++ on a CPU, CUDA on a GPU).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -39,10 +44,27 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "examples" / "gated_channel_scale"
 
 
-def timed_evaluation(problem: Path, solution: Path, options: EvalOptions,
-                     pool: WorkerPool | None = None) -> tuple[Verdict, float]:
+class StepClock:
+    """Progress messages with their times: how long each step of an evaluation took, until the next message.
+    Round and trial numbers are dropped from the names, so that repeated steps add up under one name."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, str]] = []
+
+    def __call__(self, message: str) -> None:
+        self.marks.append((time.perf_counter(), re.sub(r"(round|trial) \d+( of |/)\d+", r"\1 N", message)))
+
+    def steps(self, ended: float) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for (start, name), (stop, _) in zip(self.marks, [*self.marks[1:], (ended, "")], strict=True):
+            totals[name] = totals.get(name, 0.0) + stop - start
+        return totals
+
+
+def timed_evaluation(problem: Path, solution: Path, options: EvalOptions, pool: WorkerPool | None = None,
+                     clock: StepClock | None = None) -> tuple[Verdict, float]:
     started = time.perf_counter()
-    verdict = evaluate(problem, solution, options, pool=pool)
+    verdict = evaluate(problem, solution, options, progress=clock, pool=pool)
     wall = time.perf_counter() - started
     if not verdict.correct:
         sys.exit(f"the benchmark kernel is not correct: {verdict.verdict}: {verdict.reason}")
@@ -77,7 +99,8 @@ def spread(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problem", type=Path, default=DEFAULT / "problem.py")
-    parser.add_argument("--solution", type=Path, default=DEFAULT / "solution_cpp.py")
+    parser.add_argument("--solution", type=Path, default=None,
+                        help="default: the bundled example's solution in the platform's first language")
     parser.add_argument("--platform", default="cpu")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--pause", type=float, default=8.0,
@@ -88,7 +111,10 @@ def main() -> None:
                         help="time the eager reference in each cached evaluation too: adds the spread of the speedup")
     parser.add_argument("--rounds", type=int, default=TimingSettings().rounds,
                         help="rounds the timed calls are split into, taken in turn with the eager reference's")
+    parser.add_argument("--steps", action="store_true", help="print where each cached evaluation's time goes")
     args = parser.parse_args()
+    if args.solution is None:
+        args.solution = args.problem.parent / f"solution_{get_platform(args.platform).languages[0]}.py"
     console = Console()
     rows: list[tuple[str, str, str]] = []
 
@@ -102,6 +128,7 @@ def main() -> None:
                          f"build {cold.build_s:.2f} s, timing loops {cold.timing_s:.2f} s"))
 
         overheads, loop_costs, medians, speedups, floors = [], [], [], [], []
+        step_totals: dict[str, list[float]] = {}
         problem, platform = load_problem(args.problem), get_platform(args.platform)
         if args.eager:
             options = options.model_copy(update={"baselines": ("eager",)})
@@ -110,7 +137,10 @@ def main() -> None:
             for _ in range(args.repeats):
                 time.sleep(args.pause)  # the pool's spare finishes starting, as it does while an agent thinks
                 floors.append(bare_median_ms(problem, platform))  # here, while no spare is starting
-                verdict, wall = timed_evaluation(args.problem, args.solution, options, pool)
+                clock = StepClock()
+                verdict, wall = timed_evaluation(args.problem, args.solution, options, pool, clock)
+                for name, seconds in clock.steps(ended=clock.marks[0][0] + wall).items():
+                    step_totals.setdefault(name, []).append(seconds)
                 overheads.append(wall - (verdict.timing_s or 0.0))
                 assert verdict.timing is not None
                 loop_costs.append(loop_cost_per_call_ms(verdict))
@@ -136,6 +166,13 @@ def main() -> None:
     rows.append(("floor: the reference in a bare loop", f"{100 * spread(floors):.2f} %",
                  "spread of its medians, one before each evaluation: the machine's own steadiness"))
 
+    if args.steps:
+        steps = Table(title="where a cached evaluation's wall time goes (median over the evaluations)")
+        steps.add_column("step (until the next progress message)")
+        steps.add_column("seconds", justify="right")
+        for name, seconds in sorted(step_totals.items(), key=lambda item: -statistics.median(item[1])):
+            steps.add_row(name, f"{statistics.median(seconds):.2f}")
+        console.print(steps)
     table = Table(title=f"kforge harness on {args.platform}: {args.solution}")
     for column in ("figure", "value", "detail"):
         table.add_column(column)

@@ -140,7 +140,9 @@ def main(argv: list[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else argv
     spec = TaskSpec.model_validate_json(Path(arguments[0]).read_text())
     log = open(arguments[2], "a", buffering=1) if len(arguments) > 2 else None  # noqa: SIM115
-    say = (lambda text: log.write(text + "\n")) if log is not None else None
+    started = time.monotonic()
+    # Each line carries the seconds since the task started: the log shows where a problem's time went.
+    say = (lambda text: log.write(f"{time.monotonic() - started:7.1f} s  {text}\n")) if log is not None else None
     row = run_task(spec, say)
     target = Path(arguments[1])
     partial = target.with_suffix(".partial")
