@@ -38,10 +38,24 @@ def pool() -> Iterator[WorkerPool]:
         yield workers
 
 
+# Markers of tests that need a device, and what each needs; the platform markers ask the platform itself.
+DEVICE_MARKERS = {"gpu": "a CUDA GPU", "mps": "an Apple GPU (MPS)", "xpu": "an Intel GPU (XPU)",
+                  "rocm": "an AMD GPU with torch for ROCm"}
+
+
+def _device_present(marker: str) -> bool:
+    if marker == "gpu":
+        return torch.cuda.is_available()
+    from kforge.platforms import platform_class
+
+    return platform_class(marker).is_available()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    for marker, device in DEVICE_MARKERS.items():
+        if _device_present(marker):
+            continue
+        skip = pytest.mark.skip(reason=f"needs {device}")
+        for item in items:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)

@@ -17,20 +17,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from kforge.platforms.base import Platform, TimingDoubt
-from kforge.platforms.cuda.device import (
-    arch_list,
-    context_error_line,
-    flush_bytes,
-    hidden_work,
-    l2_cache_bytes,
-)
+from kforge.platforms.cuda.device import arch_list, context_error_line, flush_bytes, l2_cache_bytes
 from kforge.platforms.cuda.hold import hold_available, hold_device
 from kforge.platforms.cuda.poison import poison_free_memory
+from kforge.platforms.gpu import audit_records, error_text
 
 # Captured when the worker imports this module, before any candidate code exists in the process: a
 # candidate that patches torch.cuda.Event or torch.cuda.synchronize later does not reach these.
@@ -59,6 +54,8 @@ class CudaPlatform(Platform):
     # The CUDA driver reserves far more virtual address space than it uses; RLIMIT_AS would kill workers.
     limit_address_space = False
     asynchronous = True
+    #: whether a hold fills the device before each timed call (its kernel reads an NVIDIA-only timer)
+    uses_hold: ClassVar[bool] = True
 
     def __init__(self, index: int = 0) -> None:
         self._index = index
@@ -78,7 +75,8 @@ class CudaPlatform(Platform):
 
     @classmethod
     def is_available(cls) -> bool:
-        return torch.cuda.is_available()
+        """An NVIDIA GPU: torch built for ROCm answers torch.cuda too, and is the rocm platform's."""
+        return torch.cuda.is_available() and torch.version.hip is None
 
     @property
     def device(self) -> torch.device:
@@ -108,9 +106,10 @@ class CudaPlatform(Platform):
         stream = _current_stream(self._index)
         host_start = _clock()
         _record(before, stream)
-        self._last_hold_ns = self._hold_ns() if _hold is not None else 0
-        if _hold is not None:
-            _hold(self._index, self._last_hold_ns)
+        hold = _hold if self.uses_hold else None
+        self._last_hold_ns = self._hold_ns() if hold is not None else 0
+        if hold is not None:
+            hold(self._index, self._last_hold_ns)
         _record(start, stream)
         issue_start = _clock()
         result = call()
@@ -135,20 +134,18 @@ class CudaPlatform(Platform):
             return _HOLD_FIRST_NS
         return min(_HOLD_MAX_NS, round(1.5 * max(self._issues_ns)) + _HOLD_MARGIN_NS)
 
+    def flush_size(self) -> int:
+        """Bytes written between timed calls: twice the L2."""
+        return flush_bytes(l2_cache_bytes(torch.cuda.get_device_properties(self._index)))
+
     def flush_cache(self) -> None:
         if self._flush_buffer is None:
-            size = flush_bytes(l2_cache_bytes(torch.cuda.get_device_properties(self._index)))
-            self._flush_buffer = torch.empty(size, dtype=torch.uint8, device=self.device)
+            self._flush_buffer = torch.empty(self.flush_size(), dtype=torch.uint8, device=self.device)
         self._flush_round = (self._flush_round + 1) % 251
         self._flush_buffer.fill_(self._flush_round)
 
     def audit_timing(self, times_ns: list[int]) -> TimingDoubt | None:
-        pairs = self._clock_records[-len(times_ns):] if times_ns else []
-        if [reported for reported, _, _ in pairs] != list(times_ns):
-            return TimingDoubt("dynamic.clock", "the timing loop's figures differ from the device events' record")
-        reason = hidden_work([window for _, window, _ in pairs], [host for _, _, host in pairs],
-                             self.host_overhead_ns(), times_ns)
-        return TimingDoubt("dynamic.side-stream", reason) if reason else None
+        return audit_records(self._clock_records, times_ns, self.host_overhead_ns)
 
     def clock_records(self) -> list[tuple[int, int, int]]:
         """(reported ns, event window ns, host ns) of the latest timed calls, oldest first: what audit_timing
@@ -171,13 +168,13 @@ class CudaPlatform(Platform):
         self.synchronize()
 
     def device_lost(self, error: BaseException) -> str | None:
-        line = context_error_line(_error_text(error))
+        line = context_error_line(error_text(error))
         if line:
             return line
         try:  # an error that broke the context makes every later call fail, a plain synchronize included
             _synchronize(self._index)
         except Exception as probe:
-            return _first_line(_error_text(probe))
+            return _first_line(error_text(probe))
         return None
 
     def describe(self) -> dict[str, str]:
@@ -195,17 +192,6 @@ class CudaPlatform(Platform):
         # Build for this device alone (sm_90 on an H100 or H200): one architecture compiles faster than
         # torch's default list, and the build cache keys on it.
         return {"TORCH_CUDA_ARCH_LIST": arch_list(torch.cuda.get_device_capability(self._index))}
-
-
-def _error_text(error: BaseException) -> str:
-    """The messages of an exception and the ones it was raised from."""
-    parts, seen = [], set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        parts.append(f"{type(current).__name__}: {current}")
-        current = current.__cause__ or current.__context__
-    return "\n".join(parts)
 
 
 def _first_line(text: str) -> str:
