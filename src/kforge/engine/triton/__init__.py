@@ -2,7 +2,8 @@
 
 One module per kernel family, matching the templates in `kforge/data/engine/triton/`: `backend` (what is
 offered, `variants`), `lowering` (the program divided between the forward and the kernels; the module around
-them), `fused` (a pointwise chain or one reduction), `gemm`, `conv`; `emit` spells the IR's pointwise ops
+them), `fused` (a pointwise chain or one reduction), `gemm`, `conv`, `conv_nd` (conv3d, transposed
+convolutions); `emit` spells the IR's pointwise ops
 (`ops.toml`) and `fast` writes the generated forward's fast path.
 """
 

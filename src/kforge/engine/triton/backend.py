@@ -5,7 +5,8 @@
 - `linear`, `matmul` by a 2-D right operand, `bmm` (or 3-D `matmul`): the generated GEMM, its epilogue on the
   accumulator or in one fused kernel after it (`gemm`);
 - a `conv1d` or `conv2d` by a parameter: a generated direct depthwise convolution or implicit GEMM, likewise
-  (`conv`);
+  (`conv`); a `conv3d`, `conv_transpose1d` or `conv_transpose2d` by a parameter: the implicit GEMM over any
+  number of spatial dims, the transposed one a gather over the output (`conv_nd`);
 - under the vendor-GEMM policy (`vendor_gemm=True`), also: the vendor's op (any heavy op) followed by one
   fused kernel (for a convolution, after every generated variant). A convolution whose weight is not a
   parameter is offered only that way.
@@ -26,8 +27,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kforge.engine.construct import reference_source
-from kforge.engine.ir import Node, Program
-from kforge.engine.triton.conv import ConvLowering, conv_refusal, is_depthwise
+from kforge.engine.ir import CONV_OPS, CONV_TRANSPOSE_OPS, Node, Program
+from kforge.engine.triton.conv import conv_refusal, is_depthwise
+from kforge.engine.triton.conv_nd import ConvNdLowering
 from kforge.engine.triton.emit import Unsupported
 from kforge.engine.triton.gemm import batched
 from kforge.engine.triton.lowering import Config
@@ -53,7 +55,7 @@ def variants(program: Program, problem_source: str, vendor_gemm: bool = False, l
     return found
 
 
-class TritonLowering(ConvLowering):
+class TritonLowering(ConvNdLowering):
     """Every family together: what `variants` is offered for a program."""
 
     def offers(self, vendor_gemm: bool, generated_gemm: bool) -> Iterator[tuple[Config, Any]]:
@@ -72,7 +74,7 @@ class TritonLowering(ConvLowering):
                 generated = self.gemm_then_fused_offers(heavy)
         elif is_depthwise(self.program, heavy) and generated_gemm:
             generated = self.depthwise_offers(heavy)
-        elif heavy.op in ("conv1d", "conv2d") and generated_gemm:
+        elif heavy.op in (*CONV_OPS, *CONV_TRANSPOSE_OPS) and generated_gemm:
             refusal = conv_refusal(self.program, heavy)
             if refusal and not vendor_gemm:
                 raise Unsupported(f"the Triton backend cannot generate this {heavy.op} ({refusal}; "
@@ -90,7 +92,8 @@ class TritonLowering(ConvLowering):
             return "F.linear(" + ", ".join(f"{{{i}}}" for i in range(len(heavy.value_args))) + ")"
         if heavy.op in ("matmul", "bmm"):
             return f"torch.{heavy.op}({{0}}, {{1}})"
-        options = ", ".join(f"{key}={heavy.attr(key)!r}" for key in ("stride", "padding", "dilation", "groups")
+        options = ", ".join(f"{key}={heavy.attr(key)!r}" for key in ("stride", "padding", "output_padding",
+                                                                      "dilation", "groups")
                             if heavy.attr(key) is not None)
         operands = ", ".join(f"{{{i}}}" for i in range(len(heavy.value_args)))
         return f"F.{heavy.op}({operands}, {options})"

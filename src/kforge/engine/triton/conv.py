@@ -7,7 +7,8 @@ pixels x output channels, K = input channels per group x taps, the input gathere
 with masks for the padding, tiles held as channels x pixels so memory is read and written along the pixels; the
 weight's sizes and the options constants of the kernel), built on the GEMM's tiles and epilogue loads. A
 pointwise epilogue keeping the convolution's shape is applied to the accumulator before the one store
-(`conv.py.j2`); any other runs in one fused kernel after the bare convolution (`conv_function.j2`).
+(`conv.py.j2`); any other runs in one fused kernel after the bare convolution (`conv_function.j2`). conv3d and
+the transposed convolutions go through the same offers with their own kernel and constants (`conv_nd`).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class ConvLowering(GemmLowering):
                 kernel="_conv_kernel", leaves=[], body=[], scalars=[], heavy=var(heavy.name), result=var(heavy.name),
                 has_bias=bool(bias), op=heavy.op, x_python="x_in", w_python="weight", bias_python="bias",
                 config=config, config_text=config_text(config), precision=precision, finish="",
-                conv=_conv_fixed(self.program, heavy, config), dtype_arg=dtype_arg(x_dtype, heavy.dtype))
+                conv=self.conv_fixed(heavy, config), dtype_arg=dtype_arg(x_dtype, heavy.dtype))
             # The fused kernel's warps are its own: the convolution's are named apart in the variant's configuration.
             tag = {("conv_" + key if key in ("num_warps", "num_stages") else key): value
                    for key, value in config.items()}
@@ -125,7 +126,7 @@ class ConvLowering(GemmLowering):
         assert heavy is not None
         epilogue = [node for node in split.compute if node is not heavy]
         leaves = self.epilogue_leaves(split, epilogue, heavy, 1)
-        conv = _conv_fixed(self.program, heavy, config)
+        conv = self.conv_fixed(heavy, config)
         loads = [gemm_load(leaf, masked=not conv["even_n"], along_n="[:, None]") for leaf in leaves]
         x, weight, *bias = heavy.value_args
         bias_python = param_local(str(param_root(self.program, str(bias[0])))) if bias else ""
@@ -140,6 +141,10 @@ class ConvLowering(GemmLowering):
             has_bias=bool(bias), x_python=split.python[str(x)], w_python=param_local(str(weight)),
             bias_python=bias_python, precision=precision, conv=conv,
             dtype_arg=dtype_arg(self.program.spec(str(x)).dtype, self.output.dtype))
+
+    def conv_fixed(self, heavy: Node, config: Config) -> dict[str, Any]:
+        """The constants of the generated convolution for `config`, and `template`, the kernel's template."""
+        return {**_conv_fixed(self.program, heavy, config), "template": "_conv.j2"}
 
 
 def is_depthwise(program: Program, heavy: Node) -> bool:
@@ -158,7 +163,7 @@ def conv_refusal(program: Program, heavy: Node) -> str | None:
     """Why the generated convolution cannot compute `heavy` (one phrase), or None when it can: its weight must be
     a parameter (its sizes are constants of the kernel) and its input batched."""
     x, weight, *bias = (str(arg) for arg in heavy.value_args)
-    spatial = 1 if heavy.op == "conv1d" else 2
+    spatial = len(program.shape(weight)) - 2
     if param_root(program, weight) != weight or (bias and param_root(program, bias[0]) is None):
         return "its weight or bias is not a parameter"
     if len(program.shape(x)) != spatial + 2:
@@ -175,7 +180,7 @@ def _conv_tiles(program: Program, heavy: Node) -> list[tuple[int, int, int, int,
     once per group); tiles no wider than a group's channels need (16 at least: `tl.dot`'s least) before wider
     ones, whose extra channels are computed and thrown away (a depthwise conv2d has one channel a group)."""
     groups = int(heavy.attr("groups", 1))
-    channels = program.shape(str(heavy.value_args[1]))[0]
+    channels = heavy.shape[1]  # output channels (a transposed convolution's weight holds them second)
     group_n = channels // groups
     needed = max(16, 1 << max(group_n - 1, 0).bit_length())
     tiles = sorted(_CONV_TILES, key=lambda tile: tile[1] > needed)
