@@ -15,6 +15,8 @@ H200 = DeviceLimits.defaults("cuda", "NVIDIA H200")
 GENERIC_CUDA = DeviceLimits.defaults("cuda")
 MAX1550 = DeviceLimits.defaults("xpu", "Intel(R) Data Center GPU Max 1550")
 APPLE = DeviceLimits.defaults("mps")
+MI300X = DeviceLimits.defaults("rocm", "AMD Instinct MI300X")
+ARC = DeviceLimits.defaults("xpu", "Intel(R) Arc(TM) A770 Graphics")
 
 
 def messages(name: str, source: str, limits: DeviceLimits = H200) -> list[str]:
@@ -243,6 +245,71 @@ def run(a, b):
     assert not messages("intel_slm", source.replace("BK=64", "BK=16"), MAX1550)
 
 
+# --- HIP on AMD ---------------------------------------------------------------------------------------------
+
+
+def test_wavefront_of_64_limits_and_warnings() -> None:
+    assert MI300X.warp_size == 64 and MI300X.max_num_warps == 16 and MI300X.multiprocessors == 304
+    launch = cuda_source("__global__ void k(float* x) {}\nvoid run(torch::Tensor t) { k<<<8, 96, 0, s>>>(p); }")
+    found = messages("cuda_threads_per_block", launch, MI300X)
+    assert any("not a multiple of the warp size 64" in m for m in found)
+    assert messages("cuda_threads_per_block", launch.replace("96", "128"), MI300X) == []
+
+
+SHUFFLE_TREE = """
+__device__ float total(float v) {
+    for (int offset = %d; offset > 0; offset /= 2) v += __shfl_down(v, offset);
+    return v;
+}"""
+
+
+def test_shuffle_trees_written_for_32_lanes_are_caught() -> None:
+    assert "start at 32" in messages("hip_wavefront", cuda_source(SHUFFLE_TREE % 16), MI300X)[0]
+    assert messages("hip_wavefront", cuda_source(SHUFFLE_TREE % 32), MI300X) == []
+    masked = cuda_source("__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }")
+    found = run_validator("hip_wavefront", CandidateSource(masked), MI300X)
+    assert found[0].severity == "warning" and "64-bit" in found[0].message
+    assert messages("hip_wavefront", cuda_source(SHUFFLE_TREE % 16), H200) == []  # 32-lane warps: nothing to say
+
+
+def test_hip_launches_name_the_rocm_stream() -> None:
+    source = cuda_source("#include <torch/extension.h>\n__global__ void k() {}\nvoid f() { k<<<1, 64>>>(); }")
+    assert "getCurrentHIPStreamMasqueradingAsCUDA" in messages("hip_current_stream", source, MI300X)[0]
+
+
+# --- SYCL on Intel ------------------------------------------------------------------------------------------
+
+
+SYCL_KERNEL = """
+#include <c10/xpu/XPUStream.h>
+torch::Tensor f(torch::Tensor x) {{
+    const int64_t group = {group};
+    sycl::queue& queue = {queue};
+    queue.submit([&](sycl::handler& h) {{ h.parallel_for<K>(sycl::nd_range<1>(n * group, group), K{{}}); }});
+    return x;
+}}
+struct [[sycl::reqd_sub_group_size({width})]] K {{}};
+"""
+
+
+def sycl_source(group: int = 256, width: int = 16, queue: str = "c10::xpu::getCurrentXPUStream().queue()") -> str:
+    return cuda_source(SYCL_KERNEL.format(group=group, width=width, queue=queue))
+
+
+def test_sycl_work_groups_and_sub_groups_fit_the_device() -> None:
+    assert messages("sycl_work_group", sycl_source(), ARC) == []
+    assert "2048 work-items" in messages("sycl_work_group", sycl_source(group=2048), ARC)[0]
+    assert "reqd_sub_group_size(64)" in messages("sycl_work_group", sycl_source(width=64), ARC)[0]
+    assert messages("sycl_work_group", sycl_source(width=8), ARC) == []  # Arc A-series offers 8-wide sub-groups
+    assert messages("sycl_work_group", sycl_source(width=8), MAX1550)  # the Max 1550 does not
+
+
+def test_sycl_kernels_go_to_pytorchs_queue() -> None:
+    assert messages("sycl_current_queue", sycl_source(), ARC) == []
+    own = sycl_source(queue="*new sycl::queue()")
+    assert "getCurrentXPUStream" in messages("sycl_current_queue", own, ARC)[0]
+
+
 # --- CPU ----------------------------------------------------------------------------------------------------
 
 
@@ -284,10 +351,14 @@ TARGET = {"cpp": ("cpu", "cpp"), "cuda": ("cuda", "cuda"), "triton": ("cuda", "t
 
 
 @pytest.mark.parametrize("path", HONEST, ids=lambda p: str(p.relative_to(ROOT)))
-def test_honest_solutions_raise_no_error_on_h200(path: Path) -> None:
-    language = path.parent.name if path.stem == "solution" else path.stem.removeprefix("solution_")
-    platform, language = TARGET[language]
-    violations = load_knowledge(platform, language).check(path.read_text(), DeviceLimits.defaults(platform, "H200"))
+def test_honest_solutions_raise_no_error(path: Path) -> None:
+    """Bundled solutions on an H200; each single-shot example (data/examples/<platform>/<language>/) on its own
+    platform's generic device."""
+    if path.stem == "solution":
+        platform, language, device = path.parent.parent.name, path.parent.name, None
+    else:
+        (platform, language), device = TARGET[path.stem.removeprefix("solution_")], "H200"
+    violations = load_knowledge(platform, language).check(path.read_text(), DeviceLimits.defaults(platform, device))
     assert [v for v in violations if v.severity == "error"] == []
 
 

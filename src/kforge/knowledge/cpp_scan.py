@@ -133,7 +133,7 @@ def array_declarations(text: str, keyword: str) -> list[ArrayDeclaration]:
                         re.DOTALL)
         if head is None or "*" in head.group(2) or "&" in head.group(2):
             continue
-        for declarator in _split_top_level(head.group(2)):
+        for declarator in split_top_level(head.group(2)):
             parts = re.match(r"\s*([A-Za-z_]\w*)\s*((?:\[[^\[\]]*\]\s*)*)(?:=.*)?$", declarator, re.DOTALL)
             if parts is None:
                 continue
@@ -187,7 +187,7 @@ class Launch:
 def launches(text: str) -> list[Launch]:
     found = []
     for match in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*<<<(.*?)>>>", text, re.DOTALL):
-        found.append(Launch(match.group(1), tuple(a.strip() for a in _split_top_level(match.group(2))),
+        found.append(Launch(match.group(1), tuple(a.strip() for a in split_top_level(match.group(2))),
                             match.start()))
     return found
 
@@ -211,13 +211,14 @@ def block_shape(argument: str, dim3s: dict[str, str], constants: Constants) -> t
         argument = inline.group(1)
     elif argument in dim3s:
         argument = dim3s[argument]
-    values = [constants.evaluate(part) for part in _split_top_level(argument)]
+    values = [constants.evaluate(part) for part in split_top_level(argument)]
     if not values or any(v is None for v in values):
         return None
     return tuple(v for v in values if v is not None)
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
+    """`text` cut at the commas outside any brackets."""
     parts, depth, current = [], 0, []
     for char in text:
         if char in "([{<":

@@ -27,6 +27,10 @@ _STATIC_SHARED_DEFAULT = 48 * 1024
 _LARGE_GRF_MODES = frozenset({"256", "512"})
 #: names older Intel Triton releases took, and what current releases call them
 _OLD_GRF_NAMES = {"large": "256", "small": "128"}
+#: a warp-shuffle loop's first offset: `for (int offset = 16; offset > 0; offset /= 2)` and its spellings
+_SHUFFLE_TREE = re.compile(r"for\s*\(\s*(?:(?:unsigned\s+)?int\s+|auto\s+)?\w+\s*=\s*(\d+)\s*;[^;]*;"
+                           r"[^)]*(?:>>=\s*1|/=\s*2)")
+_NARROW_MASK = re.compile(r"(__(?:shfl\w*|ballot|any|all)_sync)\s*\(\s*0x[fF]{8}\b")
 
 
 def validator(name: str) -> Callable[[Validator], Validator]:
@@ -135,7 +139,7 @@ def cuda_threads_per_block(view: CandidateSource, limits: DeviceLimits) -> list[
                     if extent > most:
                         found.append(Finding(f"{launch.kernel}: block dimension {axis} is {extent}; the device "
                                              f"allows {most}", line))
-            if threads % 32 and limits.warp_size:
+            if limits.warp_size and threads % limits.warp_size:
                 found.append(Finding(f"{launch.kernel} is launched with {threads} threads per block, not a multiple "
                                      f"of the warp size {limits.warp_size}: the last warp runs partly idle", line,
                                      "warning"))
@@ -197,16 +201,128 @@ def cuda_current_stream(view: CandidateSource, limits: DeviceLimits) -> list[Fin
 
     Only looks at launches in strings that also mention torch (a standalone CUDA program is exempt).
     """
+    return _default_stream_launches(view, "at::cuda::getCurrentCUDAStream()")
+
+
+@validator("hip_current_stream")
+def hip_current_stream(view: CandidateSource, limits: DeviceLimits) -> list[Finding]:
+    """As `cuda_current_stream`, for HIP built by torch for ROCm (whose current stream has its own name)."""
+    return _default_stream_launches(view, "at::hip::getCurrentHIPStreamMasqueradingAsCUDA()")
+
+
+def _default_stream_launches(view: CandidateSource, current: str) -> list[Finding]:
     found = []
     for string in view.strings_containing("<<<"):
         if "torch" not in string.text and "at::" not in string.text and "c10" not in string.text:
             continue
         for launch in cpp_scan.launches(string.text):
             if len(launch.config) < 4:
-                found.append(Finding(f"{launch.kernel} is launched on the default stream; pass "
-                                     f"at::cuda::getCurrentCUDAStream() so it orders with PyTorch's work",
-                                     string.line_of(launch.offset)))
+                found.append(Finding(f"{launch.kernel} is launched on the default stream; pass {current} so it "
+                                     f"orders with PyTorch's work", string.line_of(launch.offset)))
     return found
+
+
+# --- HIP on AMD GPUs ----------------------------------------------------------------------------------------
+
+
+@validator("hip_wavefront")
+def hip_wavefront(view: CandidateSource, limits: DeviceLimits) -> list[Finding]:
+    """Warp-level code written for 32 lanes: a shuffle tree that starts at offset 16 (it combines each half of a
+    64-lane wavefront separately) and 32-bit lane masks (HIP's masks and ballots are 64-bit on CDNA).
+
+    Only literal offsets are seen; a tree that starts at `warpSize / 2` is right on both.
+    """
+    lanes = limits.warp_size or 64
+    if lanes < 64:
+        return []
+    found = []
+    for string in view.strings_containing("__shfl"):
+        for match in _SHUFFLE_TREE.finditer(string.text):
+            if int(match.group(1)) < lanes // 2:
+                found.append(Finding(f"a shuffle loop starts at offset {match.group(1)}: a wavefront has {lanes} "
+                                     f"lanes, so the tree must start at {lanes // 2} (warpSize / 2) or each part "
+                                     f"is reduced on its own", string.line_of(match.start())))
+        for match in _NARROW_MASK.finditer(string.text):
+            found.append(Finding(f"{match.group(1)} with the 32-bit mask 0xffffffff: lane masks are 64-bit on "
+                                 f"{lanes}-lane wavefronts (use __shfl_down without a mask, or a 64-bit mask)",
+                                 string.line_of(match.start()), "warning"))
+    return found
+
+
+# --- SYCL on Intel GPUs -------------------------------------------------------------------------------------
+
+
+@validator("sycl_work_group")
+def sycl_work_group(view: CandidateSource, limits: DeviceLimits) -> list[Finding]:
+    """Literal work-group sizes (the local range of an `nd_range`, `reqd_work_group_size`) fit the device, and
+    `reqd_sub_group_size` is a width it offers. Sizes computed at run time are not seen."""
+    found = []
+    most = limits.max_threads_per_block
+    for string in view.strings_containing("sycl"):
+        for offset, size in _sycl_work_group_sizes(string.text, view.cpp_constants):
+            if most is not None and size > most:
+                found.append(Finding(f"a work-group of {size} work-items; the device allows {most}",
+                                     string.line_of(offset)))
+        for match in re.finditer(r"reqd_sub_group_size\s*\(([^()]+)\)", string.text):
+            width = view.cpp_constants.evaluate(match.group(1))
+            if width is not None and limits.sub_group_sizes and width not in limits.sub_group_sizes:
+                found.append(Finding(f"reqd_sub_group_size({width}): the device offers sub-groups of "
+                                     f"{', '.join(map(str, limits.sub_group_sizes))}", string.line_of(match.start())))
+    return found
+
+
+@validator("sycl_current_queue")
+def sycl_current_queue(view: CandidateSource, limits: DeviceLimits) -> list[Finding]:
+    """SYCL work from a torch extension goes to PyTorch's current XPU queue, so it orders with PyTorch's work
+    (and with the harness's timing events)."""
+    found = []
+    for string in view.strings_containing("parallel_for"):
+        if "torch" not in string.text and "at::" not in string.text and "c10" not in string.text:
+            continue
+        if "getCurrentXPUStream" not in string.text:
+            found.append(Finding("the SYCL kernel is not submitted to PyTorch's queue: take it from "
+                                 "c10::xpu::getCurrentXPUStream().queue()",
+                                 string.line_of(string.text.index("parallel_for"))))
+    return found
+
+
+def _sycl_work_group_sizes(text: str, constants: cpp_scan.Constants) -> list[tuple[int, int]]:
+    """(offset, work-items) of each literal work-group size: the local range of `nd_range<N>(global, local)`
+    and `reqd_work_group_size(...)`."""
+    found = []
+    for match in re.finditer(r"nd_range\s*<\s*\d\s*>\s*\(", text):
+        arguments = cpp_scan.split_top_level(_parenthesised(text, match.end() - 1))
+        if len(arguments) >= 2:
+            size = _range_size(arguments[1], constants)
+            if size is not None:
+                found.append((match.start(), size))
+    for match in re.finditer(r"reqd_work_group_size\s*\(([^()]+)\)", text):
+        size = _range_size(match.group(1), constants)
+        if size is not None:
+            found.append((match.start(), size))
+    return found
+
+
+def _range_size(argument: str, constants: cpp_scan.Constants) -> int | None:
+    """Work-items in `sycl::range<N>(a, b)` or in a plain list of extents `a, b`."""
+    inner = re.fullmatch(r"\s*(?:sycl::)?range\s*<\s*\d\s*>\s*[({](.*)[)}]\s*", argument, re.DOTALL)
+    values = [constants.evaluate(part) for part in cpp_scan.split_top_level(inner.group(1) if inner else argument)]
+    if not values or any(value is None for value in values):
+        return None
+    size = 1
+    for value in values:
+        size *= value or 1
+    return size
+
+
+def _parenthesised(text: str, start: int) -> str:
+    """The text between the parenthesis at `start` and the one that closes it (to the end if none does)."""
+    depth = 0
+    for index in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[start + 1:index]
+    return text[start + 1:]
 
 
 # --- Metal --------------------------------------------------------------------------------------------------
