@@ -33,6 +33,10 @@ class Platform(ABC):
 
     name: ClassVar[str]
     languages: ClassVar[tuple[str, ...]]
+    #: the device in words, for people and prompts ("an NVIDIA GPU")
+    title: ClassVar[str] = "a device"
+    #: each language in words ("CUDA C++"); a language not named here is shown by its name
+    language_titles: ClassVar[dict[str, str]] = {}
     #: whether RLIMIT_AS is a sound memory limit here (false where drivers reserve huge address ranges)
     limit_address_space: ClassVar[bool] = True
     #: whether a call can return before the device has finished its work (true for GPUs); outputs are

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -38,6 +38,8 @@ def last_level_cache_bytes() -> int:
 class CpuPlatform(Platform):
     name = "cpu"
     languages = ("cpp", "triton")
+    title = "a multi-core CPU"
+    language_titles: ClassVar[dict[str, str]] = {"cpp": "C++ (OpenMP)", "triton": "Triton (interpreted)"}
 
     def __init__(self) -> None:
         self._flush_buffer: torch.Tensor | None = None

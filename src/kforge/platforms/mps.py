@@ -10,7 +10,7 @@ docs/platforms.md.
 from __future__ import annotations
 
 import platform
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -48,6 +48,8 @@ def can_compile_metal(mps_module: Any) -> bool:
 class MpsPlatform(EventTimedPlatform):
     name = "mps"
     languages = ("metal",)
+    title = "an Apple GPU (MPS)"
+    language_titles: ClassVar[dict[str, str]] = {"metal": "Metal Shading Language"}
     sticky_errors = STICKY_ERRORS
 
     @classmethod

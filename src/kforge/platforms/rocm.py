@@ -10,6 +10,8 @@ TF32 off. Not yet run on an AMD GPU: docs/platforms.md.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 
 from kforge.platforms.cuda import CudaPlatform
@@ -64,6 +66,8 @@ def build_environment(gcn_arch_name: str) -> dict[str, str]:
 class RocmPlatform(CudaPlatform):
     name = "rocm"
     languages = ("hip", "triton")
+    title = "an AMD GPU (ROCm; 64-lane wavefronts on CDNA)"
+    language_titles: ClassVar[dict[str, str]] = {"hip": "HIP C++", "triton": "Triton"}
     uses_hold = False
 
     @classmethod

@@ -10,7 +10,7 @@ import contextlib
 import inspect
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -73,6 +73,8 @@ def _languages() -> tuple[str, ...]:
 class XpuPlatform(EventTimedPlatform):
     name = "xpu"
     languages = _languages()
+    title = "an Intel GPU (XPU)"
+    language_titles: ClassVar[dict[str, str]] = {"triton": "Triton", "sycl": "SYCL C++"}
     sticky_errors = STICKY_ERRORS
 
     def __init__(self, index: int = 0) -> None:

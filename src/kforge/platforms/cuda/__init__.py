@@ -51,6 +51,8 @@ _ISSUES_KEPT = 8
 class CudaPlatform(Platform):
     name = "cuda"
     languages = ("cuda", "triton")
+    title = "an NVIDIA GPU"
+    language_titles: ClassVar[dict[str, str]] = {"cuda": "CUDA C++", "triton": "Triton"}
     # The CUDA driver reserves far more virtual address space than it uses; RLIMIT_AS would kill workers.
     limit_address_space = False
     asynchronous = True
