@@ -513,6 +513,22 @@ def _with_progress(run: Any) -> Any:
         return run(show, lambda row: live.console.print(f"{row.problem}: {row.status}", markup=False, highlight=False))
 
 
+@app.command("targets", cls=_Command, short_help="List platforms and languages: device here, where verified.")
+def targets_command(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per target, one per line.")] = False,
+) -> None:
+    """Every platform and language kforge can target: whether its device is on this machine, and where the
+    target last passed its tests on real hardware."""
+    from kforge.platforms.targets import target_statuses
+
+    rows = target_statuses()
+    if as_json:
+        sys.stdout.write("".join(json.dumps(row.as_dict()) + "\n" for row in rows))
+    else:
+        for row in rows:
+            out.print(escape(row.line), highlight=False, soft_wrap=True)
+
+
 @app.command("runs", cls=_Command, short_help="List recorded runs and how each ended.")
 def runs_command(
     db: DbOption = None,
