@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
+from kforge.platforms import platform_class
 from kforge.verify.evaluate import EvalOptions, TimingSettings
 from kforge.verify.policy import Policy
 from kforge.verify.sandbox import WorkerPool
@@ -38,22 +38,15 @@ def pool() -> Iterator[WorkerPool]:
         yield workers
 
 
-# Markers of tests that need a device, and what each needs; the platform markers ask the platform itself.
-DEVICE_MARKERS = {"gpu": "a CUDA GPU", "mps": "an Apple GPU (MPS)", "xpu": "an Intel GPU (XPU)",
-                  "rocm": "an AMD GPU with torch for ROCm"}
-
-
-def _device_present(marker: str) -> bool:
-    if marker == "gpu":
-        return torch.cuda.is_available()
-    from kforge.platforms import platform_class
-
-    return platform_class(marker).is_available()
+# Markers of tests that need a device: the platform each asks for, and the device in words. `gpu` is an NVIDIA
+# GPU (the cuda platform): torch built for ROCm answers torch.cuda too, but runs the rocm platform's tests.
+DEVICE_MARKERS = {"gpu": ("cuda", "a CUDA GPU"), "mps": ("mps", "an Apple GPU (MPS)"),
+                  "xpu": ("xpu", "an Intel GPU (XPU)"), "rocm": ("rocm", "an AMD GPU with torch for ROCm")}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for marker, device in DEVICE_MARKERS.items():
-        if _device_present(marker):
+    for marker, (platform, device) in DEVICE_MARKERS.items():
+        if platform_class(platform).is_available():
             continue
         skip = pytest.mark.skip(reason=f"needs {device}")
         for item in items:

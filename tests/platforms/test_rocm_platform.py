@@ -66,6 +66,9 @@ def test_timing_runs_without_the_hold_and_keeps_the_audit(device: SimulatedDevic
     times = timed_calls(platform, lambda: device.launch(400 * US))
     assert device.holds == [] and platform.lead_in_ns() == 0
     assert all(t >= 400 * US for t in times) and platform.audit_timing(times) is None
+    assert platform.host_bound() is False
+    timed_calls(platform, lambda: (device.spend(300 * US), device.launch(5 * US)), count=3)
+    assert platform.host_bound() is True  # the events saw mostly the host issuing the call
     hidden = timed_calls(platform, lambda: device.launch(400 * US, side_stream=True))
     doubt = platform.audit_timing(hidden)
     assert doubt is not None and doubt.rule == "dynamic.side-stream"
