@@ -7,6 +7,7 @@ events, their record and elapsed time, the device-wide synchronize and the clock
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -112,20 +113,19 @@ def test_xpu_platform_shape_and_build_target() -> None:
     assert platform.device == torch.device("xpu", 0)
     assert platform.asynchronous and not platform.limit_address_space
     assert platform.languages[0] == "triton"
-    from torch.utils.cpp_extension import load_inline
-
-    assert ("sycl" in platform.languages) == supports_sycl(load_inline)
+    assert ("sycl" in platform.languages) == supports_sycl(torch.__version__)
     assert aot_target("Intel(R) Data Center GPU Max 1550") == "pvc"
     assert aot_target("Intel(R) Arc(TM) B580 Graphics") == "bmg"
     assert aot_target("Intel(R) Arc(TM) A770 Graphics") == "dg2"
     assert aot_target("Intel(R) Graphics [0x7d55]") is None  # builds for torch's own list
 
 
-def test_sycl_is_offered_only_where_load_inline_takes_sycl_sources() -> None:
-    def new(name: str, cpp_sources: str, sycl_sources: str | None = None) -> None: ...
-    def old(name: str, cpp_sources: str, cuda_sources: str | None = None) -> None: ...
+def test_sycl_is_offered_from_the_torch_that_added_sycl_sources() -> None:
+    assert supports_sycl("2.7.0+xpu") and supports_sycl("2.13.0") and supports_sycl("3.0")
+    assert not supports_sycl("2.6.0+xpu") and not supports_sycl("2.4.1") and not supports_sycl("nightly")
+    from torch.utils.cpp_extension import load_inline  # this torch agrees with its version
 
-    assert supports_sycl(new) and not supports_sycl(old)
+    assert ("sycl_sources" in inspect.signature(load_inline).parameters) == supports_sycl(torch.__version__)
 
 
 def test_xpu_flush_is_twice_the_reported_last_level_cache(monkeypatch: pytest.MonkeyPatch) -> None:
