@@ -131,7 +131,7 @@ _BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maxi
                    "minimum": "minimum", "pow": "pow", **{op: op for op in ir.COMPARE_OPS},
                    "logical_and": "logical_and", "logical_or": "logical_or", "__and__": "logical_and",
                    "__or__": "logical_or"}
-_CAST_METHODS = {"float", "to", "type_as"}  # to a float dtype (a cast to anything else is refused)
+_CAST_METHODS = {"float", "to", "type_as", "long", "int", "bool"}  # to a dtype of ir.DTYPES
 _REFLECTED = {"radd": "add", "rsub": "sub", "rmul": "mul", "rdiv": "div", "rtruediv": "div"}
 _REDUCE_FUNCTIONS: dict[Any, str] = {torch.sum: "sum", torch.mean: "mean", torch.amax: "amax", torch.amin: "amin",
                                      torch.logsumexp: "logsumexp"}
@@ -188,8 +188,6 @@ class _Lowerer:
             value = self.env.get(item.name) if isinstance(item, torch.fx.Node) else None
             if not isinstance(value, str):
                 raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
-            if any(node.name == value and node.dtype == "bool" for node in self.nodes):
-                raise cannot_lower(f"a boolean output ({value})", op=False)
             names.append(value)
         return tuple(names)
 
@@ -207,7 +205,7 @@ class _Lowerer:
 
     def _emit(self, fx_node: torch.fx.Node, op: str, args: tuple[ir.Arg, ...], **attrs: Any) -> str:
         shape, dtype, static = self._meta(fx_node.name)
-        if dtype == "bool" and op not in ir.BOOLEAN_RESULT_OPS:  # kernels hold booleans as 1.0/0.0
+        if dtype == "bool" and op not in ir.BOOLEAN_RESULT_OPS and op != "cast":  # kernels hold them as 1.0/0.0
             raise cannot_lower(f"{op} (with a boolean result)")
         if op in ir.LOGICAL_OPS and not all(self._is_mask(arg) for arg in args):
             raise cannot_lower(f"{op} (of values that are not masks)")
@@ -260,9 +258,11 @@ class _Lowerer:
     # ---- one fx node ----------------------------------------------------------------------------------------
     def _lower_node(self, node: torch.fx.Node) -> Any:
         if node.op == "placeholder":
+            if all(isinstance(s.get(node.name), (int, float)) and not isinstance(s.get(node.name), bool)
+                   for s in self.shapes):  # a Python number: a run-time scalar
+                self.inputs.append(ir.TensorSpec(node.name, (), "float64"))
+                return node.name
             shape, dtype, static = self._meta(node.name)
-            if dtype == "bool":
-                raise cannot_lower(f"the value {node.name} of dtype torch.bool", op=False)
             self.inputs.append(ir.TensorSpec(node.name, shape, dtype, static))
             return node.name
         if node.op == "get_attr":
@@ -389,6 +389,8 @@ class _Lowerer:
             return self._binary(node, _BINARY_METHODS[name], x, args[1] if len(args) > 1 else kwargs["other"])
         if name in ("sum", "mean", "amax", "amin", "logsumexp", "max", "min"):
             return self._reduce(node, name, x, args[1:], kwargs)
+        if name in ir.INDEX_OPS:
+            return self._index_reduce(node, name, x, args[1:], kwargs)
         if name in ("softmax", "log_softmax"):
             return self._emit(node, name, (x,), dim=self._dim(node.args[0], args[1] if len(args) > 1
                                                               else kwargs["dim"]))
@@ -448,6 +450,8 @@ class _Lowerer:
             return self._reduce(node, target.__name__, args[0], args[1:], kwargs)
         if target in _REDUCE_FUNCTIONS:
             return self._reduce(node, _REDUCE_FUNCTIONS[target], args[0], args[1:], kwargs)
+        if target in (torch.argmax, torch.argmin):
+            return self._index_reduce(node, target.__name__, args[0], args[1:], kwargs)
         if target in _ROW_FUNCTIONS:
             dim = args[1] if len(args) > 1 else kwargs.get("dim")
             return self._emit(node, _ROW_FUNCTIONS[target], (args[0],), dim=self._dim(node.args[0], dim))
@@ -493,6 +497,9 @@ class _Lowerer:
             if len(args) != 3:
                 raise cannot_lower("where (with one argument: the indices of a condition)")
             return self._where(node, *args)
+        if target in (operator.mod, torch.remainder) and any(self._is_value(v) and not self._is_scalar(v)
+                                                             for v in args[:2]):
+            return self._binary(node, "remainder", args[0], args[1] if len(args) > 1 else kwargs["other"])
         if target in (operator.floordiv, operator.mod):
             a, b = (self._constant(value) for value in args[:2])
             if a is None or b is None:
@@ -555,12 +562,15 @@ class _Lowerer:
         return self._emit(node, "where", (condition, *_operands("where", a, b)))
 
     def _is_mask(self, value: Any) -> bool:
-        """A boolean value of the epilogue: a comparison's result, or a logical op's."""
-        return isinstance(value, str) and any(n.name == value and n.dtype == "bool" for n in self.nodes)
+        """A boolean value: a comparison's result, a logical op's, a cast's, or a boolean input."""
+        return isinstance(value, str) and any(n.name == value and n.dtype == "bool" for n in (*self.nodes,
+                                                                                             *self.inputs))
 
     def _is_scalar(self, value: Any) -> bool:
-        return isinstance(value, str) and any(n.name == value and n.shape == () and n.dtype == "float64"
-                                              for n in self.nodes)
+        """A run-time scalar: computed from sizes, or a Python number `forward` receives."""
+        return (isinstance(value, str) and any(n.name == value and n.shape == () and n.dtype == "float64"
+                                              for n in self.nodes)) or \
+            any(spec.name == value and ir.is_number(spec) for spec in self.inputs)
 
     def _clamp(self, node: torch.fx.Node, x: Any, min: Any = None, max: Any = None) -> str:
         for bound in (min, max):
@@ -593,17 +603,32 @@ class _Lowerer:
             return ("arg" + name, self._emit_reduce(node, "amax" if name == "max" else "amin", x, dim, keepdim))
         return self._emit_reduce(node, name, x, dim, keepdim)
 
+    def _index_reduce(self, node: torch.fx.Node, op: str, x: Any, rest: list[Any], kwargs: dict[str, Any]) -> str:
+        """argmax/argmin along one dim (an int64 index); over all dims (a flat index) is refused."""
+        dim = rest[0] if rest else kwargs.get("dim")
+        keepdim = bool(rest[1] if len(rest) > 1 else kwargs.get("keepdim", False))
+        if dim is None:
+            raise cannot_lower(f"{op} (over all dims: a flat index)")
+        if not isinstance(x, str) or self.value(x).dtype not in ir.FLOAT_DTYPES:
+            raise cannot_lower(f"{op} (of a value that is not a float tensor)")
+        return self._emit_reduce(node, op, x, dim, keepdim)
+
     def _emit_reduce(self, node: torch.fx.Node, op: str, x: Any, dim: Any, keepdim: bool) -> str:
         source = node.args[0]
         if not isinstance(x, str):
             raise cannot_lower(f"{op} (of a value that is no tensor)")
         rank = len(self.program_shape(x))
+        if self.value(x).dtype not in ir.FLOAT_DTYPES and (op != "sum" or dim is None or
+                                                           (isinstance(dim, (list, tuple)) and len(dim) != 1)):
+            raise cannot_lower(f"{op} (of integers or booleans, other than a sum over one dim)")
         if dim is None or (isinstance(dim, (list, tuple)) and len(dim) != 1):
             dims = range(rank) if dim is None or len(dim) == 0 else [int(d) % rank for d in dim]
             return decompose.reduce_dims(self, node.name, op, x, list(dims), keepdim)
         dim = self._dim(source, dim)
         # Shapes from the operand: torch.max(x, dim) records a (values, indices) pair, not a tensor.
         shape_in, dtype, static_in = self._meta(source.name)  # type: ignore[union-attr]
+        if (op == "sum" and dtype not in ir.FLOAT_DTYPES) or op in ir.INDEX_OPS:  # torch sums integers as int64
+            dtype = "int64"
         kept = [d for d in range(len(shape_in)) if d != dim or keepdim]
         shape = tuple(1 if d == dim else shape_in[d] for d in kept)
         static = tuple(d == dim or static_in[d] for d in kept)

@@ -23,7 +23,7 @@ from typing import Any
 
 import jinja2
 
-from kforge.engine import ir
+from kforge.engine import dtypes, ir
 from kforge.engine.capture import LoweringError, cannot_lower
 from kforge.engine.construct import REFERENCE_CLASS, param_expression, reference_source
 from kforge.engine.expressions import python_expression
@@ -61,15 +61,35 @@ def literal(value: float) -> str:
     return text + ("f" if "e" in text or "." in text else ".0f")
 
 
-def cpp_expression(node: ir.Node, operands: list[str]) -> str:
-    """The C++ expression of a pointwise node, given its operands' C++ expressions."""
+# The C++ type a kernel stores (and, but for bool, holds) each dtype in, and its ATen scalar type.
+CTYPES = {"float32": "float", "int64": "int64_t", "int32": "int32_t", "bool": "bool"}
+SCALAR_TYPES = {"float32": "torch::kFloat32", "int64": "torch::kInt64", "int32": "torch::kInt32",
+                "bool": "torch::kBool"}
+
+
+def typed_literal(value: float, dtype: str) -> str:
+    """A constant as a C++ literal of the held dtype `dtype`."""
+    if dtypes.is_integer(dtype) and float(value).is_integer():
+        return f"{CTYPES[dtype]}{{{int(value)}}}"
+    return literal(value) if dtype == dtypes.FLOAT else f"static_cast<{CTYPES[dtype]}>({literal(value)})"
+
+
+def cpp_expression(node: ir.Node, operands: list[str], dtype: str = dtypes.FLOAT) -> str:
+    """The C++ expression of a pointwise node, given its operands' C++ expressions (already of the dtype the
+    node computes in, `dtype`: see kforge.engine.dtypes)."""
     table = op_table()
+    if node.op == "cast" and node.dtype == "bool":
+        return f"({operands[0]} != 0 ? 1.0f : 0.0f)"
+    if dtypes.is_integer(dtype) and node.op in ("abs", "relu", "remainder"):
+        zero = f"{CTYPES[dtype]}{{0}}"
+        return {"abs": f"std::abs({operands[0]})", "relu": f"std::max({operands[0]}, {zero})",
+                "remainder": f"remainder_int({', '.join(operands)})"}[node.op]
     if node.op == "clamp":
         value = operands[0]
         if node.attr("min") is not None:
-            value = f"std::max({value}, {literal(node.attr('min'))})"
+            value = f"std::max({value}, {typed_literal(node.attr('min'), dtype)})"
         if node.attr("max") is not None:
-            value = f"std::min({value}, {literal(node.attr('max'))})"
+            value = f"std::min({value}, {typed_literal(node.attr('max'), dtype)})"
         return value
     if node.op == "pow" and not isinstance(node.args[1], str):
         exponent = float(node.args[1])
@@ -174,18 +194,37 @@ class _Renderer:
         inner = "" if broadcast else "c"
         return f"p{index}[{' + '.join(p for p in (along, inner) if p) or '0'}]"
 
-    def expression_of(self, arg: ir.Arg, reduced: bool) -> str:
+    def _load(self, leaf_name: str, reduced: bool) -> str:
+        """A leaf's element as the kernel holds it: a boolean as 1.0f/0.0f."""
+        element = self.load(leaf_name, reduced)
+        return f"static_cast<float>({element})" if self.program.spec(leaf_name).dtype == "bool" else element
+
+    def held(self, name: str) -> str:
+        """The dtype the kernel holds value `name` in (run-time scalars are floats)."""
+        if name in self.plan.numbers or any(s.name == name for s in self.plan.scalars):
+            return dtypes.FLOAT
+        return dtypes.held(self.program.spec(name).dtype)
+
+    def expression_of(self, arg: ir.Arg, reduced: bool, dtype: str = dtypes.FLOAT) -> str:
+        """`arg` in C++, converted to the held dtype `dtype` where it is held in another."""
         if not isinstance(arg, str):
-            return literal(arg)
-        if any(s.name == arg for s in self.plan.scalars):
-            return f"s_{identifier(arg)}"
-        if any(leaf.name == arg for leaf in self.plan.leaves):
-            return self.load(arg, reduced)
-        return f"v_{identifier(arg)}"
+            return typed_literal(arg, dtype)
+        if any(s.name == arg for s in self.plan.scalars) or arg in self.plan.numbers:
+            expression = f"s_{identifier(arg)}"
+        elif any(leaf.name == arg for leaf in self.plan.leaves):
+            expression = self._load(arg, reduced)
+        else:
+            expression = f"v_{identifier(arg)}"
+        return expression if self.held(arg) == dtype else f"static_cast<{CTYPES[dtype]}>({expression})"
 
     def lines(self, nodes: tuple[ir.Node, ...], reduced: bool) -> list[str]:
-        return [f"const float v_{identifier(n.name)} = "
-                f"{cpp_expression(n, [self.expression_of(a, reduced) for a in n.args])};" for n in nodes]
+        result = []
+        for n in nodes:
+            wanted = dtypes.operand_dtypes(n, self.held)
+            operands = [self.expression_of(a, reduced, d) for a, d in zip(n.args, wanted, strict=True)]
+            result.append(f"const {CTYPES[dtypes.held(n.dtype)]} v_{identifier(n.name)} = "
+                          f"{cpp_expression(n, operands, dtypes.node_dtype(n, self.held))};")
+        return result
 
     # ---- the leaves' construction in the wrapper ----------------------------------------------------------
     def leaf_line(self, leaf: Leaf) -> str:
@@ -243,19 +282,25 @@ class _Renderer:
         lowered = self.plan
         program = self.program
         for value in (*program.inputs, *program.params, *program.all_nodes()):
-            # Booleans (comparisons' results inside the epilogue) are held as 1.0f/0.0f.
-            if value.dtype not in ("float32", "bool") and value.shape != ():
+            # Booleans are held as 1.0f/0.0f, integers in their own width (kforge.engine.dtypes).
+            if value.dtype not in CTYPES and value.shape != ():
                 raise cannot_lower(f"the value {value.name} in {value.dtype} (the C++ backend computes in float32)",
                                    op=False)
         red = lowered.reduction
+        if red is not None and red.op != "sum" and dtypes.is_integer(self.held(str(red.args[0]))):
+            raise cannot_lower(f"{red.op} (of integers)")
+        if program.heavy is not None and any(program.spec(a).dtype != "float32" for a in program.heavy.value_args):
+            raise cannot_lower(f"{program.heavy.op} (of operands that are not float32)")
         epilogue = bool(lowered.pre or lowered.post or red)
         roots = [spec.name for spec in program.inputs] + [spec.name for spec in program.params] + \
             [node.name for node in program.prepared]
         used_roots = [name for name in roots if name in {leaf.root for leaf in lowered.leaves} or
                       (program.heavy is not None and name in program.heavy.value_args)]
         tensor_args = [self.root_var(name) for name in used_roots]
-        scalar_args = [f"s_{identifier(s.name)}" for s in lowered.scalars]
+        scalar_args = [f"s_{identifier(name)}" for name in lowered.numbers] + \
+            [f"s_{identifier(s.name)}" for s in lowered.scalars]
         leaves = [{"line": self.leaf_line(leaf)} for leaf in lowered.leaves if leaf.views]
+        out_dtype = program.spec(lowered.output).dtype
         context: dict[str, Any] = {
             "heavy": self.heavy_context(), "vendor": self.vendor, "epilogue": epilogue, "rank": self.rank,
             "dim": self.dim, "mode": self.mode, "operands": len(self.operands), "outer": self._outer(),
@@ -264,7 +309,10 @@ class _Renderer:
             "chunk": self.config["chunk"], "scalars": scalar_args,
             "params": [f"torch::Tensor {name}" for name in tensor_args] + [f"double {s}" for s in scalar_args],
             "tensor_args": tensor_args, "leaves": leaves, "prepared": self._prepared(),
-            "reduce": red is not None and red.op in ir.REDUCE_OPS, "keepdim": bool(red and red.attr("keepdim")),
+            "tensor_checks": [(self.root_var(name), SCALAR_TYPES[program.spec(name).dtype]) for name in used_roots],
+            "out_ctype": CTYPES[out_dtype], "out_scalar": SCALAR_TYPES[out_dtype],
+            "reduce": red is not None and red.op in (*ir.REDUCE_OPS, *ir.INDEX_OPS),
+            "keepdim": bool(red and red.attr("keepdim")),
             "summary": self._summary(), "flatten": self._flatten(tensor_args + scalar_args),
         }
         if epilogue:
@@ -299,14 +347,19 @@ class _Renderer:
         row_op = red is not None and red.op in ir.ROW_OPS
         context: dict[str, Any] = {"pre_lines": self.lines(lowered.pre, False),
                                    "post_lines": self.lines(lowered.post, red is not None and not row_op),
-                                   "out_expr": self.expression_of(lowered.output, red is not None and not row_op),
+                                   "out_expr": self.expression_of(lowered.output, red is not None and not row_op,
+                                                                  self.held(lowered.output)),
                                    "red": {"op": red.op} if red else {"op": ""}, "red_in": "", "red_var": "",
+                                   "acc": "float", "red_ctype": "float",
                                    "eps": "0.0f", "ln_affine": "", "indent": "",
                                    "post_uses_pre": any(a in {n.name for n in lowered.pre}
                                                         for n in lowered.post for a in n.value_args)}
         if red is not None:
-            context["red_in"] = self.expression_of(red.args[0], False)
+            # A sum of integers or booleans accumulates in int64 (torch's dtype for it); argmax/argmin compare floats.
+            acc = dtypes.held(red.dtype) if red.op == "sum" else dtypes.FLOAT
+            context["red_in"] = self.expression_of(red.args[0], False, acc)
             context["red_var"] = f"v_{identifier(red.name)}"
+            context.update(acc=CTYPES[acc], red_ctype=CTYPES[dtypes.held(red.dtype)])
             if red.op == "layer_norm":
                 context["eps"] = literal(red.attr("eps", 1e-5))
                 extra = [self.expression_of(a, False) for a in red.args[1:]]
@@ -322,7 +375,8 @@ class _Renderer:
                                                            f".unsqueeze({self.dim})")
             first = self.dim + 1 if self.mode == "col" else self.rank - 1
             operand_list.append({"tensor": tensor, "shape": reduced_shape if op.reduced else "shape",
-                                 "first": first, "broadcast": op.broadcast})
+                                 "first": first, "broadcast": op.broadcast,
+                                 "ctype": CTYPES[self.program.spec(op.leaf.name).dtype]})
         context["operand_list"] = operand_list
         return context
 
@@ -361,7 +415,7 @@ class _Renderer:
                 call_args.append(param_expression(name))
             else:
                 call_args.append(identifier(name))
-        scalar_lines = []
+        scalar_lines = [f"s_{identifier(name)} = float({identifier(name)})" for name in self.plan.numbers]
         for node in self.plan.scalars:
             if node.op == "size" and str(node.args[0]) not in {s.name for s in program.inputs}:
                 raise cannot_lower("size (of a value that is not an input)")

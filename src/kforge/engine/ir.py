@@ -2,7 +2,9 @@
 
 A `Program` is what capture produces, simplification rewrites and the backends (C++, Triton) turn into code:
 
-- `inputs`: the tensors `forward` receives, in order (name, shape, dtype);
+- `inputs`: the tensors `forward` receives, in order (name, shape, dtype): floats, integers (`int64`,
+  `int32`) or booleans; a Python number `forward` receives is an input of shape () and dtype float64
+  (`is_number`), a run-time scalar like the sizes below;
 - `params`: parameters and buffers read from the reference module, named by their attribute path
   (`"linear.weight"`); the generated `ModelNew` creates them exactly as the reference does;
 - `prepared`: nodes computed once at construction from params only (e.g. a weight summed over its rows);
@@ -25,9 +27,10 @@ size at run time.
 
 Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(key)`):
 
-- reductions: `dim` (int, non-negative), `keepdim` (bool);
+- reductions (`argmax`/`argmin` too, whose result is int64): `dim` (int, non-negative), `keepdim` (bool);
+- `remainder`: torch.remainder (the sign of the divisor), of integers or floats;
 - `softmax`/`log_softmax`: `dim`; `layer_norm`: `dim` (the last), `eps`, args `(x[, weight[, bias]])`;
-- `cast`: none (the node's dtype is the target, a float dtype);
+- `cast`: none (the node's dtype is the target: a float, integer or boolean dtype);
 - `clamp`: `min`, `max` (float or None); `leaky_relu`: `negative_slope`; `elu`: `alpha`;
   `softplus`: `beta`, `threshold`; `pow` with a float exponent is a binary op with a float arg;
 - `linear`: args `(x, weight[, bias])`; `matmul`/`bmm`: args `(a, b)`;
@@ -72,9 +75,11 @@ import torch.nn.functional as F
 Arg = str | float
 Shape = tuple[int, ...]
 
-# bool only for comparisons' results inside an epilogue (kernels hold them as 1.0/0.0), never for an input,
-# parameter or output.
-DTYPES = ("float32", "float64", "float16", "bfloat16", "bool")
+# Kernels compute floats in float32 and integers in their own width; booleans (comparisons' and logical ops'
+# results, casts to bool, boolean inputs and outputs) are held as 1.0/0.0 inside a kernel.
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+INTEGER_DTYPES = ("int64", "int32")
+DTYPES = (*FLOAT_DTYPES, *INTEGER_DTYPES, "bool")
 CONV_OPS = ("conv1d", "conv2d", "conv3d")
 CONV_TRANSPOSE_OPS = ("conv_transpose1d", "conv_transpose2d")
 HEAVY_OPS = ("linear", "matmul", "bmm", *CONV_OPS, *CONV_TRANSPOSE_OPS)
@@ -85,9 +90,13 @@ COMPARE_OPS = ("gt", "ge", "lt", "le", "eq", "ne")
 # Of booleans only (masks: comparisons' results and these ops' own), giving booleans.
 LOGICAL_OPS = ("logical_and", "logical_or", "logical_not")
 BOOLEAN_RESULT_OPS = COMPARE_OPS + LOGICAL_OPS
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", *COMPARE_OPS, "logical_and", "logical_or")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "remainder", *COMPARE_OPS, "logical_and",
+              "logical_or")
 TERNARY_OPS = ("where",)
 REDUCE_OPS = ("sum", "mean", "amax", "amin", "logsumexp")
+# Reductions to the index (int64) of the first largest or smallest element along one dim, NaN counting as
+# larger and smaller than anything, as torch counts it.
+INDEX_OPS = ("argmax", "argmin")
 ROW_OPS = ("softmax", "log_softmax", "layer_norm")
 VIEW_OPS = ("view", "slice", "permute")
 SCALAR_OPS = ("size",)
@@ -102,7 +111,8 @@ STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS + REORDER_OPS
 # Data movement the composed forward does in Python between kernels.
 COPY_OPS = ("cat",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
-ALL_OPS = HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS + STANDALONE_OPS + COPY_OPS
+ALL_OPS = (HEAVY_OPS + POINTWISE_OPS + REDUCE_OPS + INDEX_OPS + ROW_OPS + VIEW_OPS + SCALAR_OPS + STANDALONE_OPS
+           + COPY_OPS)
 
 
 class IRError(ValueError):
@@ -242,7 +252,13 @@ def validate(program: Program) -> None:
 # ---- the reference interpreter ------------------------------------------------------------------------------
 
 _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-                 "bfloat16": torch.bfloat16, "bool": torch.bool}
+                 "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
+
+
+def is_number(spec: TensorSpec | Node) -> bool:
+    """Whether an input is a Python number `forward` receives (held as a float64 value of shape (), like the
+    scalars computed from sizes), not a tensor."""
+    return isinstance(spec, TensorSpec) and spec.shape == () and spec.dtype == "float64"
 
 
 def reshape_sizes(node: Node) -> tuple[int, ...] | None:
@@ -284,7 +300,9 @@ def evaluate(program: Program, inputs: Sequence[torch.Tensor] | Mapping[str, tor
         if len(inputs) != len(program.inputs):
             raise IRError(f"program takes {len(program.inputs)} inputs, got {len(inputs)}")
         inputs = {spec.name: tensor for spec, tensor in zip(program.inputs, inputs, strict=True)}
-    env: dict[str, torch.Tensor] = {**inputs, **{spec.name: params[spec.name] for spec in program.params}}
+    numbers = {spec.name: torch.tensor(float(inputs[spec.name]), dtype=torch.float64) for spec in program.inputs
+               if is_number(spec)}
+    env: dict[str, torch.Tensor] = {**inputs, **numbers, **{spec.name: params[spec.name] for spec in program.params}}
     for node in (*program.prepared, *program.all_nodes()):
         env[node.name] = apply(node, [env[arg] if isinstance(arg, str) else arg for arg in node.args])
     return [env[name] for name in program.outputs]
@@ -293,6 +311,8 @@ def evaluate(program: Program, inputs: Sequence[torch.Tensor] | Mapping[str, tor
 def apply(node: Node, args: list[Any]) -> torch.Tensor:
     """One node's result in torch, given its args (tensors where the node names values, floats otherwise)."""
     op = node.op
+    if node.dtype in INTEGER_DTYPES:  # an integer result: its integral constants are ints (3, not 3.0)
+        args = [int(arg) if isinstance(arg, float) and arg.is_integer() else arg for arg in args]
     if op in _UNARY:
         return _UNARY[op](args[0], node)
     if op in _BINARY:
@@ -314,6 +334,9 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
         if op == "amin":
             return torch.amin(x, dim=dim, keepdim=keepdim)
         return torch.logsumexp(x, dim=dim, keepdim=keepdim)
+    if op in INDEX_OPS:
+        index = torch.argmax if op == "argmax" else torch.argmin
+        return index(args[0], dim=node.attr("dim"), keepdim=bool(node.attr("keepdim", False)))
     if op == "softmax":
         return torch.softmax(args[0], dim=node.attr("dim"))
     if op == "log_softmax":
@@ -457,6 +480,7 @@ _BINARY: dict[str, Any] = {
     "maximum": _maximum,
     "minimum": _minimum,
     "pow": _pow,
+    "remainder": torch.remainder,
     **{name: functools.partial(_compare, name) for name in COMPARE_OPS},
     "logical_and": torch.logical_and,
     "logical_or": torch.logical_or,

@@ -36,6 +36,7 @@ class Plan:
     post: tuple[ir.Node, ...]
     output: str
     iter_shape: ir.Shape  # the shape the pre nodes compute over (the reduction's input)
+    numbers: tuple[str, ...] = ()  # inputs that are Python numbers (`ir.is_number`), run-time scalars as `scalars`
 
     @property
     def heavy(self) -> ir.Node | None:
@@ -57,7 +58,9 @@ def plan(program: ir.Program) -> Plan:
     """Split `program`'s epilogue for one fused kernel; LoweringError when it has another structure."""
     if len(program.outputs) != 1:
         raise cannot_lower("a forward with several outputs", op=False)
+    numbers = tuple(spec.name for spec in program.inputs if ir.is_number(spec))
     roots = {spec.name for spec in (*program.inputs, *program.params)} | {n.name for n in program.prepared}
+    roots -= set(numbers)
     if program.heavy is not None:
         roots.add(program.heavy.name)
     leaves: dict[str, Leaf] = {}
@@ -77,7 +80,7 @@ def plan(program: ir.Program) -> Plan:
                 raise cannot_lower(f"{node.op} (a view of a computed value inside the epilogue)")
         elif node.shape == () and node.dtype == "float64":
             scalars.append(node)
-        elif node.op in ir.REDUCE_OPS or node.op in ir.ROW_OPS:
+        elif node.op in ir.REDUCE_OPS or node.op in ir.INDEX_OPS or node.op in ir.ROW_OPS:
             if reduction is not None:
                 raise cannot_lower(f"{node.op} (only one reduction per kernel is supported)")
             reduction = node
@@ -95,7 +98,7 @@ def plan(program: ir.Program) -> Plan:
     if output in roots and output not in leaves:
         spec = program.spec(output)
         leaves[output] = Leaf(output, output, (), spec.shape, spec.static)
-    if output in scalar_names:
+    if output in scalar_names or output in numbers:
         raise cannot_lower("a forward that returns a scalar computed from sizes", op=False)
     _check_single_reduction_structure(pre, reduction, post, leaves, output)
     iter_shape = program.shape(reduction.args[0]) if reduction is not None and isinstance(reduction.args[0], str) \
@@ -105,7 +108,7 @@ def plan(program: ir.Program) -> Plan:
     used = {arg for node in (*pre, *post, *((reduction,) if reduction else ())) for arg in node.value_args}
     used.add(output)
     return Plan(program, tuple(leaf for leaf in leaves.values() if leaf.name in used), tuple(scalars), tuple(pre),
-                reduction, tuple(post), output, iter_shape)
+                reduction, tuple(post), output, iter_shape, numbers)
 
 
 def _check_single_reduction_structure(pre: list[ir.Node], reduction: ir.Node | None, post: list[ir.Node],
@@ -117,7 +120,7 @@ def _check_single_reduction_structure(pre: list[ir.Node], reduction: ir.Node | N
         for extra in reduction.value_args[1:]:
             if extra not in leaves:
                 raise cannot_lower("layer_norm (with computed weight or bias)")
-    if reduction.op in ir.REDUCE_OPS:
+    if reduction.op in ir.REDUCE_OPS or reduction.op in ir.INDEX_OPS:
         for node in post:
             if any(arg in pre_names for arg in node.value_args):
                 raise cannot_lower(f"{node.op} (mixing values from before and after a reduction)")
