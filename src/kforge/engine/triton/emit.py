@@ -14,6 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from kforge.engine import dtypes
 from kforge.engine.capture import LoweringError
 from kforge.engine.ir import Arg, Node
 
@@ -50,10 +51,22 @@ def literal(value: float) -> str:
     return repr(value)
 
 
-def kernel_expression(node: Node, operand: Operand) -> str:
-    """The Triton expression of a pointwise node, its operands spelled by `operand`."""
+def kernel_expression(node: Node, operand: Operand, dtype: str = dtypes.FLOAT) -> str:
+    """The Triton expression of a pointwise node, its operands spelled by `operand` (already of the dtype the
+    node computes in, `dtype`: see kforge.engine.dtypes)."""
+    return spelled_expression(node, [operand(arg) for arg in node.args], dtype)
+
+
+def spelled_expression(node: Node, args: list[str], dtype: str = dtypes.FLOAT) -> str:
+    """The Triton expression of a pointwise node given its operands' spellings."""
     table = op_table()
-    args = [operand(arg) for arg in node.args]
+    if node.op == "cast" and node.dtype == "bool":
+        return f"tl.where({args[0]} != 0, 1.0, 0.0)"
+    if node.op == "remainder":
+        return _remainder(args[0], args[1], node.args[1])
+    if dtypes.is_integer(dtype) and node.op in ("relu", "clamp"):
+        low, high = (0.0, None) if node.op == "relu" else (node.attr("min"), node.attr("max"))
+        return _clamp(args[0], low, high, integer=True)
     if node.op == "clamp":
         return _clamp(args[0], node.attr("min"), node.attr("max"))
     if node.op == "pow" and not isinstance(node.args[1], str):
@@ -69,12 +82,22 @@ def kernel_expression(node: Node, operand: Operand) -> str:
     raise Unsupported(f"the Triton backend has no spelling for {node.op!r} (node {node.name!r})")
 
 
-def _clamp(value: str, low: float | None, high: float | None) -> str:
+def _clamp(value: str, low: float | None, high: float | None, integer: bool = False) -> str:
+    spell: Callable[[float], str] = (lambda v: str(int(v))) if integer else literal
     if low is not None:
-        value = f"tl.maximum({value}, {literal(low)})"
+        value = f"tl.maximum({value}, {spell(low)})"
     if high is not None:
-        value = f"tl.minimum({value}, {literal(high)})"
+        value = f"tl.minimum({value}, {spell(high)})"
     return value
+
+
+def _remainder(a: str, b: str, divisor: Arg) -> str:
+    """torch.remainder (the sign of the divisor) from Triton's %, which (as C's) takes the dividend's sign."""
+    rest = f"({a} % {b})"
+    if isinstance(divisor, str):
+        return f"tl.where(({rest} != 0) & (({rest} < 0) != ({b} < 0)), {rest} + {b}, {rest})"
+    wrong_sign = f"{rest} < 0" if float(divisor) > 0 else f"{rest} > 0"
+    return f"tl.where({wrong_sign}, {rest} + {b}, {rest})"
 
 
 def _power(base: str, exponent: float) -> str:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kforge.engine.ir import REDUCE_OPS, ROW_OPS, Node, Program, TensorSpec
+from kforge.engine import dtypes
+from kforge.engine.ir import INDEX_OPS, REDUCE_OPS, ROW_OPS, Node, Program, TensorSpec
 from kforge.engine.triton.emit import Unsupported, literal, var
 from kforge.engine.triton.fast import param_root, prelude_split, tiling
 from kforge.engine.triton.lowering import (
@@ -48,7 +49,7 @@ class FusedLowering(Lowering):
     vendor's heavy op, after a generated one, or with none)."""
 
     def fused_offers(self, split: Split, tag: Config) -> Iterator[tuple[Config, Any]]:
-        reductions = [node for node in split.compute if node.op in REDUCE_OPS + ROW_OPS]
+        reductions = [node for node in split.compute if node.op in REDUCE_OPS + INDEX_OPS + ROW_OPS]
         if not split.compute:
             yield {**tag}, lambda: self.render_python_only(split)
         elif len(reductions) > 1:
@@ -102,8 +103,10 @@ class FusedLowering(Lowering):
         for leaf in runtime[1:]:
             condition += [f"{leaf.python}.shape == {first}.shape", f"{leaf.python}.is_contiguous()"]
         condition += [f"{first}.shape[{d}] == {out_shape[d]}" for d in layout.varying]
-        loads = [f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
-                 if roots[leaf.name] is None else layout.load(leaf.arg, leaf.var, self.program.shape(leaf.name))
+        loads = [f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to({leaf.held})"
+                 if roots[leaf.name] is None else
+                 layout.load(leaf.arg, leaf.var, self.program.shape(leaf.name)).replace(".to(tl.float32)",
+                                                                                      f".to({leaf.held})")
                  for leaf in leaves]
         passed = [leaf.python if roots[leaf.name] is None else param_local(str(roots[leaf.name]))
                   for leaf in leaves]
@@ -146,6 +149,9 @@ class RowsPlan:
         known = {leaf.name for leaf in tile_leaves}
         tile_leaves += [Leaf(arg, split.python[arg], root=param_root(lowering.program, arg))
                         for arg in norm_args if arg not in known]
+        source_held = lowering.held(split, self.source)
+        if red.op != "sum" and dtypes.is_integer(source_held):
+            raise Unsupported(f"the Triton backend computes {red.op} of floats only (node {red.name!r})")
         for leaf in tile_leaves:
             leaf.mode = broadcast_mode(leaf, lowering.program.shape(leaf.name), self.shape, self.dim)
             leaf.prepare = kernel_argument(leaf, "shape")
@@ -161,7 +167,11 @@ class RowsPlan:
         post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
         weight = var(norm_args[0]) if len(norm_args) > 0 else ""
         bias = var(norm_args[1]) if len(norm_args) > 1 else ""
-        stat = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "layer_norm": "moments"}.get(red.op, "lse")
+        stat = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "layer_norm": "moments", "argmax": "argmax",
+                "argmin": "argmin"}.get(red.op, "lse")
+        # A sum of integers or booleans accumulates in int64, as torch sums them.
+        acc = dtypes.held(red.dtype) if red.op == "sum" else dtypes.FLOAT
+        x = lowering.converted(var(self.source), self.source, acc, lambda name: lowering.held(split, name))
         common = lowering.common(split, config, f"A fused {red.op} over one dim, with the pointwise work before "
                                                 "it done on its input tiles and the work after it on its output.")
         scalars = lowering.scalars_of(split, [*self.pre, *self.post, red])
@@ -179,7 +189,8 @@ class RowsPlan:
             scalars=scalars, last=self.from_end == 0,
             from_end=self.from_end, full=self.full, keepdim=bool(red.attr("keepdim", False)), stat=stat,
             mean=red.op in ("mean", "layer_norm"), red=var(red.name), red_op=red.op,
-            x=var(self.source), tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
+            x=x, acc=f"tl.{acc}", zero="0" if dtypes.is_integer(acc) else "0.0",
+            tile_lines=tile_lines, post_lines=post_lines, weight=weight, bias=bias,
             eps=literal(red.attr("eps", 1e-5)))
 
     def fast(self, tile_leaves: list[Leaf], post_leaves: list[Leaf]) -> dict[str, Any] | None:
@@ -223,9 +234,9 @@ def _ancestors(split: Split, name: str) -> set[str]:
 
 def _rows_load(leaf: Leaf, full: bool) -> str:
     if leaf.mode == "scalar":
-        return f"{leaf.var} = tl.load({leaf.arg}).to(tl.float32)"
+        return f"{leaf.var} = tl.load({leaf.arg}).to({leaf.held})"
     if leaf.mode == "row":
-        return f"{leaf.var} = tl.load({leaf.arg} + r, mask=r < R, other=0.0).to(tl.float32)[None, :]"
+        return f"{leaf.var} = tl.load({leaf.arg} + r, mask=r < R, other=0.0).to({leaf.held})[None, :]"
     if full:
-        return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
-    return f"{leaf.var} = tl.load({leaf.arg} + out_a, mask=a_mask, other=0.0).to(tl.float32)"
+        return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to({leaf.held})"
+    return f"{leaf.var} = tl.load({leaf.arg} + out_a, mask=a_mask, other=0.0).to({leaf.held})"

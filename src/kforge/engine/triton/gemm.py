@@ -158,10 +158,10 @@ def gemm_load(leaf: Leaf, masked: bool = True, along_n: str = "[None, :]") -> st
     `along_n` places a vector along N in the tile (its columns in the GEMM's, its rows in the convolution's)."""
     if leaf.mode == "scalar":
         leaf.prepare = kernel_argument(leaf, "out_shape")
-        return f"{leaf.var} = tl.load({leaf.arg}).to(tl.float32)"
+        return f"{leaf.var} = tl.load({leaf.arg}).to({leaf.held})"
     if leaf.mode == "col":
         leaf.prepare = kernel_argument(leaf, "out_shape")
         mask = ", mask=rn < N, other=0.0" if masked else ""
-        return f"{leaf.var} = tl.load({leaf.arg} + rn{mask}).to(tl.float32){along_n}"
+        return f"{leaf.var} = tl.load({leaf.arg} + rn{mask}).to({leaf.held}){along_n}"
     leaf.prepare = kernel_argument(leaf, "out_shape")
-    return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to(tl.float32)"
+    return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to({leaf.held})"

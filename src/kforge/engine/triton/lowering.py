@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kforge.engine import dtypes
 from kforge.engine.construct import param_expression
 from kforge.engine.expressions import python_expression
-from kforge.engine.ir import POINTWISE_OPS, Arg, Node, Program, TensorSpec
-from kforge.engine.triton.emit import Unsupported, kernel_expression, literal, var
+from kforge.engine.ir import POINTWISE_OPS, Arg, Node, Program, TensorSpec, is_number
+from kforge.engine.triton.emit import Unsupported, literal, spelled_expression, var
 from kforge.engine.triton.fast import param_root
 from kforge.templating import template_environment
 
@@ -34,6 +35,7 @@ class Leaf:
     mode: str = "full"  # full | row (varies along the reduced dim only) | col (along a GEMM's N only) | scalar
     prepare: str = ""  # the expression passed to the kernel
     root: str | None = None  # the parameter holding its elements in order (itself, or a reshape of it)
+    held: str = "tl.float32"  # the dtype the kernel holds its elements in (kforge.engine.dtypes)
 
     @property
     def arg(self) -> str:
@@ -75,6 +77,11 @@ class Lowering:
         """A split holding only the inputs and parameters, by their Python names."""
         split = Split()
         for spec in self.program.inputs:
+            if is_number(spec):  # a Python number: a run-time scalar, passed to the kernels as a float
+                local = "s_" + var(spec.name)[2:]
+                split.prelude.append(f"{local} = float({self.arguments[spec.name]})")
+                split.scalars[spec.name] = local
+                continue
             split.python[spec.name] = self.arguments[spec.name]
         for spec in self.program.params:
             split.python[spec.name] = param_local(spec.name)
@@ -156,8 +163,18 @@ class Lowering:
             for arg in node.value_args:
                 arg = self.resolve(split, arg)
                 if arg in split.python and arg not in leaves:
-                    leaves[arg] = Leaf(arg, split.python[arg], root=param_root(self.program, arg))
+                    leaves[arg] = Leaf(arg, split.python[arg], root=param_root(self.program, arg),
+                                       held=self.held_type(arg))
         return list(leaves.values())
+
+    def held_type(self, name: str) -> str:
+        """The Triton dtype a kernel holds value `name` in."""
+        return f"tl.{dtypes.held(self.program.spec(name).dtype)}"
+
+    def held(self, split: Split, name: str) -> str:
+        """The dtype (kforge.engine.dtypes) a kernel holds value `name` in; run-time scalars are floats."""
+        name = self.resolve(split, name)
+        return dtypes.FLOAT if name in split.scalars else dtypes.held(self.program.spec(name).dtype)
 
     def operand(self, split: Split, overrides: Mapping[str, str] | None = None) -> Any:
         def spell(arg: Arg) -> str:
@@ -171,7 +188,22 @@ class Lowering:
 
     def body(self, split: Split, nodes: Iterable[Node]) -> list[str]:
         spell = self.operand(split)
-        return [f"{var(node.name)} = {kernel_expression(node, spell)}" for node in nodes]
+
+        def held(name: str) -> str:
+            return self.held(split, name)
+        lines = []
+        for node in nodes:
+            operands = [self.converted(spell(arg), arg, dtype, held)
+                        for arg, dtype in zip(node.args, dtypes.operand_dtypes(node, held), strict=True)]
+            lines.append(f"{var(node.name)} = {spelled_expression(node, operands, dtypes.node_dtype(node, held))}")
+        return lines
+
+    @staticmethod
+    def converted(spelled: str, arg: Arg, dtype: str, held: Any) -> str:
+        """An operand spelled for the kernel, converted to `dtype` where it is held in another."""
+        if not isinstance(arg, str):
+            return str(int(arg)) if dtypes.is_integer(dtype) and float(arg).is_integer() else spelled
+        return spelled if held(arg) == dtype else f"{spelled}.to(tl.{dtype})"
 
     def scalars_of(self, split: Split, nodes: Iterable[Node]) -> list[str]:
         used = {self.resolve(split, arg) for node in nodes for arg in node.value_args}
@@ -181,9 +213,14 @@ class Lowering:
         return {"doc": doc, "config_text": config_text(config),
                 "reference": self.reference.rstrip(), "prelude": split.prelude, "config": config,
                 "arguments": ", ".join(self.arguments.values()), "kernel": "_fused",
-                "out_dtype": f"torch.{self.output.dtype}", "result": var(self.resolve(split, self.output.name)),
+                "out_dtype": f"torch.{self.output.dtype}", "result": self.stored(split),
                 "heavy_kernel": split.heavy_kernel, "finish": split.finish,
                 "params": _held(self.program.params)}
+
+    def stored(self, split: Split) -> str:
+        """What the kernel stores: the output's value, a boolean one as `!= 0` (held as 1.0/0.0)."""
+        value = var(self.resolve(split, self.output.name))
+        return f"({value} != 0)" if self.output.dtype == "bool" else value
 
     def render_python_only(self, split: Split, kernels: str = "", returned: str | None = None) -> str:
         """A module whose forward only calls functions (`kernels` adds some) and returns `returned`, by default
