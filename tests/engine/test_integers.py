@@ -18,6 +18,7 @@ from kforge.engine.ir import Node, make_attrs
 from kforge.engine.propose import propose
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
+from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Outcome
 from tests.conftest import PROBLEMS, fast_options
 
@@ -146,6 +147,17 @@ def test_triton_reductions_walked_in_blocks_are_correct(tmp_path: Path, name: st
     program = capture(load_problem(OURS[name])).program
     [source] = [source for config, source in variants(program, OURS[name].read_text()) if config["BLOCK_R"] == 128]
     _judge(tmp_path, OURS[name], source, "triton")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_triton_solutions_compile_and_are_correct_on_the_gpu(tmp_path: Path, name: str, pool: WorkerPool) -> None:
+    """The GPU compiler type-checks what the interpreter does not: int64 loads and accumulators, i1 stores."""
+    for index, variant in enumerate(propose(load_problem(ALL[name]), "triton", limit=2).variants):
+        path = tmp_path / f"{name}_{index}.py"
+        path.write_text(variant.source)
+        verdict = evaluate(ALL[name], path, fast_options(platform="cuda", language="triton", trials=1), pool=pool)
+        assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}"
 
 
 @pytest.mark.slow
