@@ -283,9 +283,6 @@ class _Cut:
         input_specs = [spec for spec in self.graph.inputs if spec.name in inputs]
         input_specs += [_spec_of(self.nodes[name]) for name in sorted(inputs - set(self.roots),
                                                                        key=self.order.__getitem__)]
-        for spec in input_specs:
-            if spec.dtype == "bool":
-                raise cannot_lower(f"a boolean mask ({spec.name}) read by a later kernel", op=False)
         graph_form = self.graph.replace(inputs=tuple(input_specs),
                                         params=tuple(s for s in self.graph.params if s.name in params),
                                         nodes=tuple(ordered), outputs=(members[-1].name,), notes=())
