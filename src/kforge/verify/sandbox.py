@@ -26,6 +26,7 @@ import psutil
 from pydantic import BaseModel
 
 import kforge
+from kforge.verify.forkserver import ForkedProcess, ForkServer, ForkServerError
 from kforge.verify.protocol import Failure, Greeting, MalformedReply, ReplyT, read_reply
 from kforge.verify.sandbox_rules import confinement_for, worker_search_path
 
@@ -100,7 +101,10 @@ def _limit_child(limits: Limits) -> None:
 class Worker:
     """One sandboxed worker process. Use as a context manager; it is always killed on exit."""
 
-    def __init__(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str] | None = None,
+                 server: ForkServer | None = None) -> None:
+        """Start a worker: forked by `server` (a fork server of the same configuration) where one is given and
+        answers, else as a fresh interpreter."""
         self.limits = limits
         self.directory = Path(tempfile.mkdtemp(prefix="kforge-worker-", dir=_fast_tmp()))
         self.log_path = self.directory / "worker.log"
@@ -109,18 +113,40 @@ class Worker:
         plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env).to_json())
         self.confinement: dict[str, list[str]] = {}  # what the worker enforced, from its greeting
         read_fd, write_fd = os.pipe()
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker_start", "--confine", str(plan),
-                 "--", "--reply-fd", str(write_fd), "--cache-dir", str(cache_dir)],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-                cwd=self.directory, env=env, start_new_session=True,
-                preexec_fn=lambda: _limit_child(limits),
-            )
+        self.process: subprocess.Popen[bytes] | ForkedProcess = (
+            self._fork(server, env, plan, cache_dir, write_fd) if server is not None else None
+        ) or self._launch(env, plan, cache_dir, write_fd)
         os.close(write_fd)
         self._replies = os.fdopen(read_fd, "rb")
         self._buffer = b""
         self.started = False
+
+    def _launch(self, env: dict[str, str], plan: Path, cache_dir: Path, reply_fd: int) -> subprocess.Popen[bytes]:
+        limits = self.limits
+        with open(self.log_path, "wb") as log:
+            return subprocess.Popen(
+                [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker_start", "--confine", str(plan),
+                 "--", "--reply-fd", str(reply_fd), "--cache-dir", str(cache_dir)],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(reply_fd,),
+                cwd=self.directory, env=env, start_new_session=True,
+                preexec_fn=lambda: _limit_child(limits),
+            )
+
+    def _fork(self, server: ForkServer, env: dict[str, str], plan: Path, cache_dir: Path,
+              reply_fd: int) -> ForkedProcess | None:
+        """The worker forked by `server`, or None when the server cannot fork one."""
+        requests_read, requests_write = os.pipe()
+        log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            process = server.spawn(self.directory, env, plan, cache_dir, requests_read, log, reply_fd)
+        except ForkServerError:
+            os.close(requests_write)
+            return None
+        finally:
+            os.close(requests_read)
+            os.close(log)
+        process.stdin = os.fdopen(requests_write, "wb")
+        return process
 
     def __enter__(self) -> Worker:
         return self
@@ -234,6 +260,9 @@ class Worker:
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
+            if isinstance(self.process, ForkedProcess):  # forked an instant ago, maybe not yet a group leader
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
     def alive(self) -> bool:
@@ -255,12 +284,17 @@ class WorkerPool:
     A worker that has run a candidate is never reused: the pool only ever hands out fresh processes, and
     starts replacements when an evaluation ends. Meant for callers that evaluate many candidates in one
     process (agents, benchmarks); a single `kforge eval` does not need one.
+
+    On Linux the pool keeps a fork server per configuration (verify/forkserver.py): its workers are forked
+    from a process that imported torch once, and each confines itself as a fresh worker does. Where the
+    server cannot start or fork, or `KFORGE_FORK_SERVER=0` is set, workers start as fresh interpreters.
     """
 
     def __init__(self, spares: int = 2) -> None:
         self.spares = spares
         self._waiting: dict[tuple[object, ...], list[Worker]] = {}
         self._configs: dict[tuple[object, ...], tuple[Path, Limits, dict[str, str]]] = {}
+        self._servers: dict[tuple[object, ...], ForkServer | None] = {}
 
     def take(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> Worker:
         """A started worker for this configuration: a waiting one, or a new one."""
@@ -272,15 +306,26 @@ class WorkerPool:
             if worker.process.poll() is None:
                 return worker
             worker.close()
-        return Worker(cache_dir, limits, extra_env)
+        return Worker(cache_dir, limits, extra_env, server=self._server(key))
 
     def replenish(self) -> None:
         """Start spares for every configuration taken so far. Called between evaluations, not during one:
-        a spare importing torch would steal a core from the kernel being timed."""
+        a spare starting would steal a core from the kernel being timed."""
         for key, (cache_dir, limits, extra_env) in self._configs.items():
             waiting = self._waiting.setdefault(key, [])
             while len(waiting) < self.spares:
-                waiting.append(Worker(cache_dir, limits, extra_env))
+                waiting.append(Worker(cache_dir, limits, extra_env, server=self._server(key)))
+
+    def _server(self, key: tuple[object, ...]) -> ForkServer | None:
+        """The configuration's fork server: started on first use; None where there is none (switched off, not
+        Linux, or it died: its workers then start the plain way for the rest of the pool's life)."""
+        if key not in self._servers:
+            self._servers[key] = _start_fork_server(*self._configs[key])
+        server = self._servers[key]
+        if server is not None and not server.alive():
+            server.close()
+            self._servers[key] = server = None
+        return server
 
     def settle(self, timeout_s: float = 60.0) -> None:
         """Wait until every spare has finished starting (imports done, greeting read). Called before timing:
@@ -301,12 +346,29 @@ class WorkerPool:
             for worker in waiting:
                 worker.close()
         self._waiting.clear()
+        for server in self._servers.values():
+            if server is not None:
+                server.close()
+                _remove_tree(server.log_path.parent)
+        self._servers.clear()
 
     def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _start_fork_server(cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> ForkServer | None:
+    """A fork server for workers of this configuration, started with their environment and limits."""
+    if not sys.platform.startswith("linux") or os.environ.get("KFORGE_FORK_SERVER", "1") == "0":
+        return None
+    directory = Path(tempfile.mkdtemp(prefix="kforge-forkserver-", dir=_fast_tmp()))
+    try:
+        return ForkServer(scrubbed_environment(extra_env, directory), directory, lambda: _limit_child(limits))
+    except OSError:
+        _remove_tree(directory)
+        return None
 
 
 def writable_caches(cache_dir: Path, env: dict[str, str]) -> list[Path]:
