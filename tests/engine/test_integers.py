@@ -7,6 +7,9 @@ Triton solutions run in Triton's CPU interpreter; the C++ ones compile (marked s
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from kforge.engine.capture import LoweringError, capture
 from kforge.engine.ir import Node, make_attrs
 from kforge.engine.propose import propose
 from kforge.problem import load_problem
+from kforge.store import Store
 from kforge.verify.evaluate import evaluate
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Outcome
@@ -177,3 +181,22 @@ def test_the_kernels_hold_integers_in_their_own_type() -> None:
     assert "torch::kInt64" in source
     node = Node("r", "remainder", ("a", -4.0), (2,), "int64", make_attrs())
     assert cpp_backend.cpp_expression(node, ["a", "int64_t{-4}"], "int64") == "remainder_int(a, int64_t{-4})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["number_blend", "int_arithmetic", "graph_argmin_codes"])
+def test_kforge_optimize_writes_a_correct_solution(tmp_path: Path, name: str) -> None:
+    """`kforge optimize --model builtin --platform cpu` end to end (a real subprocess, the real harness)."""
+    db, out = tmp_path / "runs.db", tmp_path / "best.py"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("KFORGE_MODEL", "OPENAI_", "ANTHROPIC_"))},
+           "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "kforge", "optimize", str(OURS[name]), "--model", "builtin",
+                             "--platform", "cpu", "--out", str(out), "--db", str(db), "--baseline", "eager",
+                             "--rep-ms", "100", "--timing-rounds", "1", "--time-budget", "30"],
+                            capture_output=True, text=True, timeout=1500, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"wrote {out}" in result.stdout
+    with Store(db) as store:
+        best = store.best_attempt(store.list_runs()[0].id)
+        assert best is not None and best.attempt.source == out.read_text()
+        assert best.evaluation.verdict["verdict"] == "correct"
