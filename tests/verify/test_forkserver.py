@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import psutil
 import pytest
 
 from kforge.verify.evaluate import EvalOptions, evaluate
-from kforge.verify.forkserver import ForkedProcess
+from kforge.verify.forkserver import ForkedProcess, fork_poisoned
 from kforge.verify.protocol import ExitRequest
 from kforge.verify.sandbox import Limits, Worker, WorkerPool
 from tests.conftest import CANDIDATES, POLICY_OFF, PROBLEMS
@@ -112,3 +113,25 @@ def test_workers_start_fresh_where_the_server_is_off_or_gone(tmp_path: Path, mon
         with take(pool, tmp_path) as worker:
             assert not isinstance(worker.process, ForkedProcess)
             assert worker.alive()
+
+
+def test_a_process_that_never_touched_cuda_forks_usable_children() -> None:
+    assert fork_poisoned() is False
+
+
+@pytest.mark.gpu
+def test_a_process_that_initialised_cuda_is_known_to_fork_unusable_children() -> None:
+    probe = ("import torch; torch.zeros(1, device='cuda'); "
+             "from kforge.verify.forkserver import fork_poisoned; print(fork_poisoned())")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "True", result.stderr
+
+
+@pytest.mark.gpu
+def test_a_forked_worker_judges_a_triton_kernel_on_the_gpu(pool: WorkerPool) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "gated_channel_scale"
+    options = EvalOptions(platform="cuda", trials=1, baselines=())
+    for _ in range(2):  # the first worker is the server's first child; the second, a spare forked meanwhile
+        verdict = evaluate(example / "problem.py", example / "solution_triton.py", options, pool=pool)
+        assert verdict.verdict == "correct", verdict.reason
+    assert [server is not None and server.alive() for server in pool._servers.values()] == [True]

@@ -6,7 +6,10 @@ like a worker (the same scrubbed environment, resource limits and session of its
 modules, and from then on only forks. Each child confines itself by its own plan exactly as a worker started
 afresh does (verify/confine.py) before it reads a request, and then serves as `worker.py`. The server itself
 never runs candidate code, never initialises a GPU (a forked child could not use a context its parent made), and
-holds no secret: it was started with the worker's environment, not the harness's.
+holds no secret: it was started with the worker's environment, not the harness's. Torch counts GPUs through
+NVML there (`PYTORCH_NVML_BASED_CUDA_CHECK`), which leaves forking safe; should anything initialise CUDA in the
+server all the same, it checks once with a forked probe and, if its children could not use the GPU, exits, and
+the pool starts its workers the plain way.
 
 The harness speaks to the server over a Unix socket pair, one message a packet:
 
@@ -162,6 +165,10 @@ def _serve(channel: socket.socket) -> None:
     warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
     from kforge.verify import worker  # noqa: F401  torch and the rest, once for every child
 
+    if fork_poisoned():
+        sys.stderr.write("kforge fork server: CUDA was initialised while importing, so a forked worker could not "
+                         "use the GPU; workers start the plain way\n")
+        return
     while True:
         _report_exits(channel)
         ready, _, _ = select.select([channel], [], [], 0.05)
@@ -186,6 +193,27 @@ def _serve(channel: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
         channel.send(json.dumps({"pid": pid}).encode())
+
+
+def fork_poisoned() -> bool:
+    """Whether a child forked now would find the GPU unusable: once this process has initialised CUDA (or only
+    counted the devices through the CUDA runtime), torch refuses CUDA in every forked child, and a driver some
+    other library initialised fails there. Where a GPU is visible, the probe child also runs one operation."""
+    import torch
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if not torch.cuda._is_in_bad_fork():
+                if torch.cuda._is_compiled() and torch.cuda.device_count() > 0:
+                    torch.ones(1, device="cuda").add_(1)
+                    torch.cuda.synchronize()
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) != 0
 
 
 def _report_exits(channel: socket.socket) -> None:

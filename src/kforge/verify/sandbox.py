@@ -365,7 +365,9 @@ def _start_fork_server(cache_dir: Path, limits: Limits, extra_env: dict[str, str
         return None
     directory = Path(tempfile.mkdtemp(prefix="kforge-forkserver-", dir=_fast_tmp()))
     try:
-        return ForkServer(scrubbed_environment(extra_env, directory), directory, lambda: _limit_child(limits))
+        # Counting GPUs through the CUDA runtime would make every forked child refuse CUDA; NVML does not.
+        env = {**scrubbed_environment(extra_env, directory), "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+        return ForkServer(env, directory, lambda: _limit_child(limits))
     except OSError:
         _remove_tree(directory)
         return None
