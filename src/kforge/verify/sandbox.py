@@ -287,7 +287,7 @@ class WorkerPool:
 
     On Linux the pool keeps a fork server per configuration (verify/forkserver.py): its workers are forked
     from a process that imported torch once, and each confines itself as a fresh worker does. Where the
-    server cannot start or fork, or `KFORGE_FORK_SERVER=0` is set, workers start as fresh interpreters.
+    server cannot start or fork, or is not wanted (`_fork_server_wanted`), workers start as fresh interpreters.
     """
 
     def __init__(self, spares: int = 2) -> None:
@@ -361,7 +361,7 @@ class WorkerPool:
 
 def _start_fork_server(cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> ForkServer | None:
     """A fork server for workers of this configuration, started with their environment and limits."""
-    if not sys.platform.startswith("linux") or os.environ.get("KFORGE_FORK_SERVER", "1") == "0":
+    if not sys.platform.startswith("linux") or not _fork_server_wanted():
         return None
     directory = Path(tempfile.mkdtemp(prefix="kforge-forkserver-", dir=_fast_tmp()))
     try:
@@ -371,6 +371,17 @@ def _start_fork_server(cache_dir: Path, limits: Limits, extra_env: dict[str, str
     except OSError:
         _remove_tree(directory)
         return None
+
+
+def _fork_server_wanted() -> bool:
+    """`KFORGE_FORK_SERVER=1` or `0` decides; by default on, except where a CUDA GPU is visible: forked workers
+    have not yet been verified on one (docs/harness.md, Fork server)."""
+    setting = os.environ.get("KFORGE_FORK_SERVER", "")
+    if setting in ("0", "1"):
+        return setting == "1"
+    import torch
+
+    return not (torch.cuda._is_compiled() and torch.cuda.device_count() > 0)
 
 
 def writable_caches(cache_dir: Path, env: dict[str, str]) -> list[Path]:
