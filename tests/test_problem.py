@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
-from kforge.problem import ProblemError, SolutionError, load_problem, load_solution
+from kforge.problem import ProblemError, Solution, SolutionError, load_problem, load_solution
 from tests.conftest import CANDIDATES, EXAMPLES, PROBLEMS
 
 
@@ -181,3 +183,21 @@ def test_a_candidate_without_a_kernel_takes_the_language_of_the_platform_it_runs
     extension = "from torch.utils.cpp_extension import load_inline\n" + KERNELLESS
     assert Solution.from_source(extension, default="cuda").language == "cpp"
     assert Solution.from_source("import triton\n" + KERNELLESS, default="cuda").language == "triton"
+
+
+BUNDLED_EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "kforge" / "data" / "examples"
+
+
+@pytest.mark.parametrize("example", sorted(BUNDLED_EXAMPLES.glob("*/*/solution.py")),
+                         ids=lambda path: f"{path.parent.parent.name}/{path.parent.name}")
+def test_every_bundled_example_is_read_as_the_language_of_its_folder(example: Path) -> None:
+    assert load_solution(example).language == example.parent.name
+
+
+def test_cuda_sources_are_hip_only_when_written_against_hip() -> None:
+    plain = 'load_inline(name="k", cpp_sources="", cuda_sources="__global__ void k() {}")\nclass ModelNew: pass\n'
+    hip = plain.replace("__global__", "#include <hip/hip_runtime.h>\\n__global__")
+    assert Solution.from_source(plain).language == "cuda"
+    assert Solution.from_source(hip).language == "hip"
+    with pytest.raises(SolutionError, match="unknown language 'opencl'"):
+        Solution.from_source(plain, language="opencl")

@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import itertools
 import random
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -28,7 +29,10 @@ import torch
 from kforge import pyparse
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
-LANGUAGES = ("cpp", "cuda", "triton")
+LANGUAGES = ("cpp", "cuda", "triton", "metal", "sycl", "hip")
+
+# What marks CUDA-style sources as HIP: its runtime header, or calls only HIP has.
+_HIP_SIGNS = re.compile(r"#include\s*[<\"]hip/|\bhip(LaunchKernelGGL|Stream_t|Malloc|Memcpy|GetLastError)\b")
 
 _module_counter = itertools.count()
 
@@ -263,10 +267,14 @@ def load_solution(path: str | Path, language: str | None = None, default: str = 
 
 
 def infer_language(tree: ast.Module) -> str | None:
-    """Triton if it imports triton, CUDA if it passes cuda_sources, C++ if it builds an extension; None for a
-    candidate with no kernel at all (it only calls PyTorch): the platform it runs on decides its language."""
+    """Triton if it imports triton; Metal if it compiles a shader for MPS; SYCL if it passes sycl_sources; HIP if
+    it passes cuda_sources written against HIP's headers or API (torch for ROCm compiles those with hipcc), CUDA
+    for other cuda_sources; C++ if it builds an extension; None for a candidate with no kernel at all (it only
+    calls PyTorch): the platform it runs on decides its language."""
     names: set[str] = set()
     keywords: set[str] = set()
+    attributes: set[str] = set()
+    texts: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
@@ -274,10 +282,18 @@ def infer_language(tree: ast.Module) -> str | None:
             names.add(node.module.split(".")[0])
         elif isinstance(node, ast.keyword) and node.arg:
             keywords.add(node.arg)
+        elif isinstance(node, ast.Attribute):
+            attributes.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            texts.append(node.value)
     if "triton" in names:
         return "triton"
+    if "compile_shader" in attributes:
+        return "metal"
+    if "sycl_sources" in keywords:
+        return "sycl"
     if "cuda_sources" in keywords:
-        return "cuda"
+        return "hip" if any(_HIP_SIGNS.search(text) for text in texts) else "cuda"
     if "cpp_sources" in keywords or "cpp_extension" in names or _calls_extension_loader(tree):
         return "cpp"
     return None
