@@ -113,6 +113,22 @@ def test_generation_prompt_carries_the_targets_own_example(platform: str, langua
     assert all(sources(*other)[1].strip() not in text for other in others)
 
 
+BUILD_LINES = {"metal": "torch.mps.compile_shader", "sycl": "load_inline(sycl_sources=...)",
+               "hip": "load_inline(cuda_sources=...)", "cuda": "load_inline", "cpp": "load_inline"}
+
+
+@pytest.mark.parametrize(("platform", "language"), TARGETS)
+def test_the_system_prompt_names_the_device_and_how_its_language_builds(platform: str, language: str) -> None:
+    agent = GenerationAgent(chat=None, target=Target(platform, language),  # type: ignore[arg-type]
+                            problem_source="class Model:\n    pass\n")
+    system, _ = agent.messages(GenerationRequest(phase="generate"))
+    text = "\n".join(part.text for part in system.parts if hasattr(part, "text"))
+    cls = platform_class(platform)
+    assert f"writes {cls.language_titles[language]} kernels for {cls.title}." in text
+    line = BUILD_LINES.get(language)
+    assert (line in text) if line else ("load_inline" not in text and "compile_shader" not in text)
+
+
 # ---- on the device --------------------------------------------------------------------------------------------
 
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-_LANGUAGE_NAMES = {"cpp": "C++ (OpenMP)", "cuda": "CUDA C++", "triton": "Triton"}
-_PLATFORM_NAMES = {"cpu": "a multi-core CPU", "cuda": "an NVIDIA GPU"}
+from kforge.platforms import Platform, PlatformError, platform_class
+
+
+def _platform_class(name: str) -> type[Platform] | None:
+    try:
+        return platform_class(name)
+    except PlatformError:
+        return None
 
 
 class MissingExample(LookupError):
@@ -20,11 +26,15 @@ class Target:
 
     @property
     def language_name(self) -> str:
-        return _LANGUAGE_NAMES.get(self.language, self.language)
+        """The language in words, as its platform names it ("CUDA C++"); the bare name for an unknown one."""
+        platform = _platform_class(self.platform)
+        return platform.language_titles.get(self.language, self.language) if platform else self.language
 
     @property
     def platform_name(self) -> str:
-        return _PLATFORM_NAMES.get(self.platform, self.platform)
+        """The device in words, as its platform names it ("an NVIDIA GPU"); the bare name for an unknown one."""
+        platform = _platform_class(self.platform)
+        return platform.title if platform else self.platform
 
     def example(self) -> tuple[str, str]:
         """The (reference, implementation) pair shown to the generation agent for this target."""
