@@ -42,11 +42,19 @@ class Platform(ABC):
     #: whether a call can return before the device has finished its work (true for GPUs); outputs are
     #: then copied on the caller's stream before any device-wide wait, so work left running shows up
     asynchronous: ClassVar[bool] = False
+    #: the environment variable that shows a process only some of the devices (a suite pins each task to
+    #: one); None where there is one device or the platform is the CPU
+    visible_devices_variable: ClassVar[str | None] = None
 
     @classmethod
     @abstractmethod
     def is_available(cls) -> bool:
         """True when this machine has the device."""
+
+    @classmethod
+    def device_count(cls) -> int:
+        """How many of its devices this process sees (1 for a platform of one device, when present)."""
+        return 1 if cls.is_available() else 0
 
     @property
     @abstractmethod

@@ -69,6 +69,7 @@ class RocmPlatform(CudaPlatform):
     title = "an AMD GPU (ROCm; 64-lane wavefronts on CDNA)"
     language_titles: ClassVar[dict[str, str]] = {"hip": "HIP C++", "triton": "Triton"}
     uses_hold = False
+    visible_devices_variable = "HIP_VISIBLE_DEVICES"
 
     @classmethod
     def is_available(cls) -> bool:

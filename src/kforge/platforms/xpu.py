@@ -76,6 +76,7 @@ class XpuPlatform(EventTimedPlatform):
     title = "an Intel GPU (XPU)"
     language_titles: ClassVar[dict[str, str]] = {"triton": "Triton", "sycl": "SYCL C++"}
     sticky_errors = STICKY_ERRORS
+    visible_devices_variable = "ZE_AFFINITY_MASK"  # Level Zero's device selection
 
     def __init__(self, index: int = 0) -> None:
         super().__init__()
@@ -84,6 +85,10 @@ class XpuPlatform(EventTimedPlatform):
     @classmethod
     def is_available(cls) -> bool:
         return torch.xpu.is_available()
+
+    @classmethod
+    def device_count(cls) -> int:
+        return torch.xpu.device_count() if cls.is_available() else 0
 
     @property
     def device(self) -> torch.device:

@@ -16,11 +16,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kforge.suite.discover import FoundProblem
 from kforge.suite.results import ResultsFile, SuiteRow, Summary, summarize, write_summary
 from kforge.suite.task import TaskSpec
+
+if TYPE_CHECKING:
+    from kforge.platforms import Platform
 
 RETRIES = 1  # a task whose process died is run this many times more
 LOST = "its process ended"  # how a row lost with its process begins: such a problem is done again on a re-run
@@ -51,12 +54,15 @@ class Slot:
 
 
 def slots_for(platform: str, workers: int | None) -> list[Slot]:
-    """Where tasks run at once: one slot per visible GPU for a GPU platform (at most `workers`), else `workers`
-    CPU slots (default 1) that share the cores."""
-    gpus = _visible_gpus() if platform in ("cuda", "auto") else []
-    if gpus:
+    """Where tasks run at once: one slot per visible GPU for a GPU platform (at most `workers`), each task shown
+    only its GPU through the platform's variable (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ...), else
+    `workers` CPU slots (default 1) that share the cores."""
+    device = _device_platform(platform)
+    gpus = _visible_devices(device) if device is not None else []
+    if device is not None and gpus:
         chosen = gpus[:workers] if workers else gpus
-        return [Slot(f"gpu {gpu}", {"CUDA_VISIBLE_DEVICES": gpu}) for gpu in chosen]
+        variable = device.visible_devices_variable
+        return [Slot(f"gpu {gpu}", {variable: gpu} if variable else {}) for gpu in chosen]
     count = max(1, workers or 1)
     threads = str(max(1, (os.cpu_count() or 1) // count))
     return [Slot(f"cpu {index}", {"OMP_NUM_THREADS": threads}) for index in range(count)]
@@ -235,13 +241,27 @@ def _last_line(log: Path) -> str:
     return lines[-1][:100] if lines else "starting"
 
 
-def _visible_gpus() -> list[str]:
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [gpu.strip() for gpu in listed.split(",") if gpu.strip()]
-    try:
-        import torch
+def _device_platform(name: str) -> type[Platform] | None:
+    """The accelerator platform a suite on `name` runs on ('auto': the first present), or None for the CPU."""
+    from kforge.platforms import AUTO_ORDER, PlatformError, platform_class
 
-        return [str(index) for index in range(torch.cuda.device_count())]
+    for candidate in [other for other in AUTO_ORDER if other != "cpu"] if name == "auto" else [name]:
+        try:
+            cls = platform_class(candidate)
+        except PlatformError:
+            return None
+        if cls.name != "cpu" and (name != "auto" or cls.is_available()):
+            return cls
+    return None
+
+
+def _visible_devices(platform: type[Platform]) -> list[str]:
+    """The devices a task may be pinned to: as the platform's variable lists them, else every one it counts."""
+    variable = platform.visible_devices_variable
+    listed = os.environ.get(variable) if variable else None
+    if listed is not None:
+        return [device.strip() for device in listed.split(",") if device.strip()]
+    try:
+        return [str(index) for index in range(platform.device_count())]
     except Exception:
         return []

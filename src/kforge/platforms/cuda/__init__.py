@@ -56,6 +56,7 @@ class CudaPlatform(Platform):
     # The CUDA driver reserves far more virtual address space than it uses; RLIMIT_AS would kill workers.
     limit_address_space = False
     asynchronous = True
+    visible_devices_variable = "CUDA_VISIBLE_DEVICES"
     #: whether a hold fills the device before each timed call (its kernel reads an NVIDIA-only timer)
     uses_hold: ClassVar[bool] = True
 
@@ -74,6 +75,10 @@ class CudaPlatform(Platform):
         self._host_bound = False
         # (reported ns, window ns, host ns) of the latest timed calls, for audit_timing.
         self._clock_records: list[tuple[int, int, int]] = []
+
+    @classmethod
+    def device_count(cls) -> int:
+        return torch.cuda.device_count() if cls.is_available() else 0
 
     @classmethod
     def is_available(cls) -> bool:
