@@ -125,3 +125,14 @@ def test_a_second_runs_attempts_are_numbered_from_one_wherever_they_are_shown(tm
     assert record["best_attempt"] == 2 and record["confirmation"]["attempt"] == 2
     assert [(a["number"], a["id"], a["parent"]) for a in record["attempts"]] == [(1, 4, None), (2, 5, 1), (3, 6, 1)]
     assert (tmp_path / "out" / "solution.py").read_text() == "# 1"
+
+
+def test_a_run_without_a_platform_is_shown_without_one(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        bare = store.create_run(command="eval", model=None).id
+        targeted = store.create_run(command="optimize", platform="cpu", language="cpp", model="builtin").id
+    [bare_line] = kforge("show", str(bare), "--db", db).stdout.splitlines()[:1]
+    [targeted_line] = kforge("show", str(targeted), "--db", db).stdout.splitlines()[:1]
+    assert bare_line.startswith("run 1: eval with -") and "None" not in bare_line
+    assert targeted_line.startswith("run 2: optimize on cpu/cpp with builtin")

@@ -595,7 +595,9 @@ def show_command(run_id: Annotated[int, typer.Argument(metavar="RUN",
             if run is None:
                 _bad_input(f"no run {run_id} in the store", False)
             assert run is not None
-            out.print(f"run {run.id}: {run.command} {run.problem_path or ''} on {run.platform}/{run.language} "
+            problem = f" {run.problem_path}" if run.problem_path else ""
+            target = f" on {run.platform}/{run.language}" if run.platform and run.language else ""
+            out.print(f"run {run.id}: {run.command}{problem}{target} "
                       f"with {run.model or '-'} ({_ending(run.status, run.stop_reason)})", markup=False,
                       highlight=False)
             out.print(attempts_table(store, run_id))
