@@ -8,11 +8,12 @@ writes source text (`EngineProposer` is its `kforge.proposer.Proposer`); every c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kforge.engine import cpp_backend, ir, standalone, triton
+from kforge.engine import cpp_backend, ir, standalone, triton, widen
 from kforge.engine.capture import LoweringError, capture
 from kforge.engine.compose import compose
 from kforge.engine.partition import Kernel, Partition, ViewStep, partition
@@ -55,6 +56,18 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
     """Candidates for `problem` in `language`; LoweringError (one line for the user) when it cannot."""
     backend = _backend(language)
     captured = capture(problem).program
+    if language == "cpp" and widen.has_half(captured):  # the C++ kernels compute in float32 (engine/widen.py)
+        found = _candidates(widen.widened(captured), backend, problem, vendor_gemm, limit)
+        dtypes, single = widen.output_dtypes(captured), len(captured.outputs) == 1
+        return dataclasses.replace(found, variants=tuple(
+            Variant(variant.config, widen.with_half_edges(variant.source, dtypes, single))
+            for variant in found.variants))
+    return _candidates(captured, backend, problem, vendor_gemm, limit)
+
+
+def _candidates(captured: ir.Program, backend: Backend, problem: Problem, vendor_gemm: bool,
+                limit: int) -> EngineCandidates:
+    """Candidates for the captured program: one kernel where one does, else the partitioned graph's kernels."""
     refusal: LoweringError | None = None
     if not captured.is_graph():
         program = simplify(captured)
