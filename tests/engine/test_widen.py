@@ -17,7 +17,7 @@ from kforge.verify.static_check import check_source
 from kforge.verify.verdict import Outcome
 from tests.conftest import PROBLEMS, fast_options
 
-HALF = PROBLEMS / "engine" / "half_linear_two_outputs.py"
+HALF = PROBLEMS / "engine" / "graph_half_linear_two_outputs.py"
 
 
 def test_the_float32_twin_keeps_everything_but_the_half_dtypes() -> None:
