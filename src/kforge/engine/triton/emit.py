@@ -23,9 +23,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-Operand = Callable[[Arg], str]
-
-
 class Unsupported(LoweringError):
     """The Triton backend cannot lower this program; the message is one line saying what and why."""
 
@@ -49,12 +46,6 @@ def literal(value: float) -> str:
     if math.isinf(value):
         return 'float("inf")' if value > 0 else 'float("-inf")'
     return repr(value)
-
-
-def kernel_expression(node: Node, operand: Operand, dtype: str = dtypes.FLOAT) -> str:
-    """The Triton expression of a pointwise node, its operands spelled by `operand` (already of the dtype the
-    node computes in, `dtype`: see kforge.engine.dtypes)."""
-    return spelled_expression(node, [operand(arg) for arg in node.args], dtype)
 
 
 def spelled_expression(node: Node, args: list[str], dtype: str = dtypes.FLOAT) -> str:
