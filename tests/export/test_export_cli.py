@@ -1,5 +1,6 @@
 """`kforge export RUN --out DIR --as-op NAME`: the run's kernel as `torch.ops.kforge.NAME`, used in a small model
-in eager mode and under torch.compile (whole graph, the operator opaque), its library loaded from the export."""
+in eager mode and under torch.compile (whole graph, the operator opaque): a C++ kernel with its library loaded from
+the export, and a Triton kernel (through Triton's interpreter on the CPU, compiled on a GPU)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.test_cli import kforge
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = ROOT / "problems" / "leaky_scale.py"
 HONEST = ROOT / "candidates" / "leaky_scale" / "honest.py"
+TRITON = ROOT / "candidates" / "leaky_scale" / "triton_honest.py"
 
 # A model with the exported layer between PyTorch layers, against the same model with the problem's reference
 # in its place (same parameters): eager, torch.compile(fullgraph=True), and torch.library.opcheck.
@@ -23,6 +25,7 @@ _USE_IN_A_MODEL = r"""
 import json, sys
 import torch
 sys.path.insert(0, sys.argv[1])
+device = sys.argv[2]
 from leaky_scale_op import LeakyScale, _reference
 
 class Net(torch.nn.Module):
@@ -38,26 +41,28 @@ net = Net(LeakyScale(512))
 reference = Net(_reference.Model(512))
 reference.load_state_dict({"pre.weight": net.pre.weight, "pre.bias": net.pre.bias,
                            "layer.scale": net.layer.kernel.scale})
-x = torch.randn(256, 512)
+net, reference = net.to(device), reference.to(device)
+x = torch.randn(256, 512, device=device)
 with torch.no_grad():
     expected = reference(x)
     eager = net(x)
     compiled = torch.compile(net, fullgraph=True, backend="aot_eager")(x)
 checks = torch.library.opcheck(torch.ops.kforge.leaky_scale.default,
                                ([x], [net.layer.kernel.scale.detach()], net.layer._number))
-library = sys.modules["_kforge_leaky_scale_solution"].ext.__file__
+extension = getattr(sys.modules["_kforge_leaky_scale_solution"], "ext", None)
+library = extension.__file__ if extension is not None else None
 print(json.dumps({"eager": bool(torch.allclose(eager, expected, atol=1e-4)),
                   "compiled": bool(torch.allclose(compiled, expected, atol=1e-4)),
                   "opcheck": sorted(set(checks.values())), "library": library}))
 """
 
 
-def _run_with_best(db: Path, source: str) -> int:
+def _run_with_best(db: Path, source: str, platform: str = "cpu", language: str = "cpp") -> int:
     with Store(db) as store:
-        run = store.create_run(command="optimize", problem_path=str(PROBLEM), platform="cpu", language="cpp",
+        run = store.create_run(command="optimize", problem_path=str(PROBLEM), platform=platform, language=language,
                                model="builtin")
-        attempt = store.record_attempt(run.id, source=source, language="cpp", platform="cpu", made_by="builtin",
-                                       round=0)
+        attempt = store.record_attempt(run.id, source=source, language=language, platform=platform,
+                                       made_by="builtin", round=0)
         store.record_evaluation(attempt.id, {"verdict": "correct", "runtime_ms": 1.0})
         return run.id
 
@@ -70,7 +75,7 @@ def test_export_as_op_gives_an_operator_usable_in_a_model_and_under_torch_compil
     assert exported.returncode == 0, exported.stderr
     assert {path.name for path in out.iterdir()} == {"solution.py", "build", "problem.py", "leaky_scale_op.py",
                                                      "run.json"}
-    used = subprocess.run([sys.executable, "-c", _USE_IN_A_MODEL, str(out)], capture_output=True, text=True,
+    used = subprocess.run([sys.executable, "-c", _USE_IN_A_MODEL, str(out), "cpu"], capture_output=True, text=True,
                           timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
                                             "TORCH_EXTENSIONS_DIR": str(tmp_path / "no-builds-here")})
     assert used.returncode == 0, used.stderr[-3000:]
@@ -78,6 +83,27 @@ def test_export_as_op_gives_an_operator_usable_in_a_model_and_under_torch_compil
     assert result["eager"] and result["compiled"]
     assert result["opcheck"] == ["SUCCESS"]
     assert Path(result["library"]).is_relative_to(out / "build")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_export_as_op_of_a_triton_kernel_works_in_a_model_and_under_torch_compile(tmp_path: Path,
+                                                                                   platform: str) -> None:
+    db, out = tmp_path / "runs.db", tmp_path / "export"
+    run_id = _run_with_best(db, TRITON.read_text(), platform=platform, language="triton")
+    exported = kforge("export", str(run_id), "--db", db, "--out", out, "--as-op", "leaky_scale")
+    assert exported.returncode == 0, exported.stderr
+    assert {path.name for path in out.iterdir()} == {"solution.py", "problem.py", "leaky_scale_op.py", "run.json"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    if platform == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # what the cpu platform sets for Triton kernels
+    used = subprocess.run([sys.executable, "-c", _USE_IN_A_MODEL, str(out), platform], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert used.returncode == 0, used.stderr[-3000:]
+    result = json.loads(used.stdout.splitlines()[-1])
+    assert result["eager"] and result["compiled"]
+    assert result["opcheck"] == ["SUCCESS"]
+    assert result["library"] is None
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
