@@ -35,7 +35,7 @@ from kforge.problem import Problem, Solution, load_problem
 from kforge.store import Store, StoreError
 from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
 from kforge.verify.prebuild import Prebuilder
-from kforge.verify.sandbox import WorkerPool
+from kforge.verify.sandbox import WorkerPool, run_pool
 from kforge.verify.verdict import Verdict
 
 
@@ -74,7 +74,7 @@ def run_optimize(store: Store, run_id: int, request: OptimizeRequest, chat: Chat
                                 request.temperature)
     analyst = AnalystAgent(recording, target, problem.source, request.send_images, temperature=request.temperature)
     options = request.evaluation_options()
-    with WorkerPool(spares=1) as pool, _marking_status(store, run_id) as ending:
+    with run_pool() as pool, _marking_status(store, run_id) as ending:
         evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
         profiler = _candidate_profiler(problem, options, pool, store, on_event)
         staged = request.pipeline == "staged"
@@ -139,7 +139,7 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
     """Run (or resume) the builtin engine for `run_id` (no LLM); LoweringError when it cannot lower the problem."""
     problem = load_problem(request.problem)
     options = request.evaluation_options()
-    with WorkerPool(spares=1) as pool, _marking_status(store, run_id) as ending:
+    with run_pool() as pool, _marking_status(store, run_id) as ending:
         evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, on_event))

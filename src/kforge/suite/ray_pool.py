@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from kforge.suite.results import SuiteRow
-from kforge.suite.runner import Slot, SlotLost, SlotRunner, log_name, task_row
+from kforge.suite.runner import SlotLost, SlotRunner, log_name, task_row
 from kforge.suite.task import TaskSpec
+from kforge.suite.task_process import TaskProcess
 
 
 class RayUnavailable(RuntimeError):
@@ -44,6 +45,7 @@ class _TaskActor:
 
     def __init__(self) -> None:
         self.logs = Path(tempfile.mkdtemp(prefix="kforge-suite-ray-"))
+        self.tasks: TaskProcess | None = None  # kept for the actor's life, its tasks one after another
 
     def where(self) -> str:
         import ray
@@ -58,7 +60,9 @@ class _TaskActor:
         gpus = [str(gpu) for gpu in ray.get_gpu_ids()]
         environment = {"CUDA_VISIBLE_DEVICES": ",".join(gpus)} if gpus else {}
         spec = TaskSpec.model_validate_json(spec_json)
-        row = task_row(spec, Slot(self.where(), environment), self.logs / log_name(spec.problem))
+        if self.tasks is None:
+            self.tasks = TaskProcess(environment, self.logs / "slot.log")
+        row = task_row(spec, self.where(), self.tasks, self.logs / log_name(spec.problem))
         return row.model_dump_json()
 
 
@@ -83,6 +87,9 @@ class RaySlot:
             return RaySlot(self.ray, self.gpus)
         except Exception:  # the cluster has no room left for it: the other slots go on
             return None
+
+    def close(self) -> None:
+        pass  # the actor (and its task process, which dies with it) ends with the suite's Ray session
 
 
 def ray_slots(address: str, workers: int | None) -> list[SlotRunner]:

@@ -1,15 +1,14 @@
-"""Running a suite: every problem not already in `results.jsonl` becomes a task, each task a process of its own
-(`python -m kforge.suite.task`), run on slots: one per GPU for a GPU platform (the task sees only its GPU), or
-`workers` on a CPU, the cores shared between them. A finished task's row is appended at once; a task whose
-process dies is run once more, then recorded with the reason. Re-running the same command continues. A task
-dies with the suite (a suite killed with SIGKILL leaves no task running on).
+"""Running a suite: every problem not already in `results.jsonl` becomes a task, run on slots: one per GPU for a
+GPU platform (the task sees only its GPU), or `workers` on a CPU, the cores shared between them. Each slot keeps
+a task process of its own (`task_process.py`) that runs its tasks one after another. A finished task's row is
+appended at once; a task whose process dies is run once more (in a fresh process), then recorded with the
+reason. Re-running the same command continues. Task processes die with the suite (a suite killed with SIGKILL
+leaves none running on).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from kforge.suite.discover import FoundProblem
 from kforge.suite.results import ResultsFile, SuiteRow, Summary, summarize, write_summary
 from kforge.suite.task import TaskSpec
+from kforge.suite.task_process import TaskProcess
 
 if TYPE_CHECKING:
     from kforge.platforms import Platform
@@ -85,21 +85,29 @@ class SlotRunner(Protocol):
         """A slot to go on with after this one was lost, if there can be one."""
         ...
 
+    def close(self) -> None:
+        """Release what the slot keeps (its task process) once the suite has no more work for it."""
+        ...
+
 
 class LocalSlot:
-    """A slot of this machine: each task a process of its own, with the slot's environment."""
+    """A slot of this machine: its tasks run one after another in its kept task process, with its environment."""
 
     def __init__(self, slot: Slot, out: Path) -> None:
         self.slot = slot
         self.name = slot.name
         self.logs = out / "logs"
+        self.tasks = TaskProcess(slot.environment, self.logs / f"slot {slot.name}.log".replace(" ", "-"))
 
     def run(self, spec: TaskSpec, show: Callable[[str], None]) -> SuiteRow:
         self.logs.mkdir(parents=True, exist_ok=True)
-        return task_row(spec, self.slot, self.logs / log_name(spec.problem), show)
+        return task_row(spec, self.slot.name, self.tasks, self.logs / log_name(spec.problem), show)
 
     def replacement(self) -> SlotRunner | None:
         return None  # a local slot is never lost: its task's process is, and task_row retries that
+
+    def close(self) -> None:
+        self.tasks.close()
 
 
 def log_name(problem: str) -> str:
@@ -160,52 +168,33 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
                for runner in runners]
     for thread in threads:
         thread.start()
-    while any(thread.is_alive() for thread in threads):
-        if on_progress:
-            on_progress(progress)
-        time.sleep(0.5)
+    try:
+        while any(thread.is_alive() for thread in threads):
+            if on_progress:
+                on_progress(progress)
+            time.sleep(0.5)
+    finally:
+        for runner in runners:
+            runner.close()
     rows = results.rows()
     return [rows[problem.name] for problem in problems if problem.name in rows]
 
 
-def task_row(spec: TaskSpec, slot: Slot, log: Path, show: Callable[[str], None] | None = None) -> SuiteRow:
-    """Run `spec` in a process of its own with `slot`'s environment (its events go to `log`); retried once when the
-    process dies without a row, then a row saying so."""
+def task_row(spec: TaskSpec, where: str, tasks: TaskProcess, log: Path,
+             show: Callable[[str], None] | None = None) -> SuiteRow:
+    """Run `spec` in `tasks` (its events go to `log`, shown through `show` as they come); retried once, in a fresh
+    process, when the process dies without a row, then a row saying so. `where` names the slot in the row."""
     code: int | None = None
     for attempt in range(1 + RETRIES):
         with tempfile.TemporaryDirectory(prefix="kforge-suite-") as scratch:
             spec_file, row_file = Path(scratch) / "spec.json", Path(scratch) / "row.json"
             spec_file.write_text(spec.model_dump_json())
-            command = [sys.executable, "-m", "kforge.suite.task", str(spec_file), str(row_file), str(log)]
-            code = _watch(command, slot, log, show)
+            code = tasks.run(spec_file, row_file, log, (lambda: show(_last_line(log))) if show else None)
             if row_file.exists():
                 row = SuiteRow.model_validate_json(row_file.read_text())
-                return row.model_copy(update={"device": slot.name, "tries": attempt + 1})
-    return SuiteRow(problem=spec.problem, path=spec.path, status="error", device=slot.name, tries=1 + RETRIES,
+                return row.model_copy(update={"device": where, "tries": attempt + 1})
+    return SuiteRow(problem=spec.problem, path=spec.path, status="error", device=where, tries=1 + RETRIES,
                     reason=f"{LOST} with status {code} before writing a result (log: {log})")
-
-
-def _watch(command: list[str], slot: Slot, log: Path, show: Callable[[str], None] | None) -> int:
-    """Run the task's process to its end, passing its last event to `show` as it goes."""
-    env = {**os.environ, **slot.environment}
-    with open(log, "a") as errors:
-        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=errors, preexec_fn=_die_with_parent)
-        while process.poll() is None:
-            if show:
-                show(_last_line(log))
-            time.sleep(0.5)
-    return process.returncode
-
-
-def _die_with_parent() -> None:
-    """Runs in the task's process before exec: it gets SIGKILL when the suite's process dies (Linux)."""
-    import contextlib
-    import ctypes
-    import signal
-
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _finished(row: SuiteRow | None, problem: FoundProblem) -> bool:

@@ -1,16 +1,24 @@
-"""One problem of a suite, in a process of its own: optimized (any model, `builtin` included) or, with a
-solution given, judged; the outcome is one `SuiteRow`. Whatever goes wrong becomes the row's reason, never an
+"""One problem of a suite, in a process apart from the suite's: optimized (any model, `builtin` included) or, with
+a solution given, judged; the outcome is one `SuiteRow`. Whatever goes wrong becomes the row's reason, never an
 exception: a suite goes on past any problem.
 
-    python -m kforge.suite.task SPEC.json ROW.json [LOG]
+    python -m kforge.suite.task SPEC.json ROW.json [LOG]       one task
+    python -m kforge.suite.task --serve REPLY_FD [LOG]          a slot's tasks, one after another (task_process.py)
+
+Serving, the process reads one job a line on stdin (`{"spec", "row", "log"}`), runs it as the one-task form
+does with its output sent to the job's log, and answers `{"done": ROW}` on descriptor REPLY_FD. torch and
+kforge are imported once, and every task's runs share one worker pool (so one fork server per slot).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -20,7 +28,7 @@ from kforge.platforms import PlatformError, get_platform
 from kforge.problem import Problem, ProblemError, SolutionError, load_problem
 from kforge.suite.results import SuiteRow
 from kforge.verify.evaluate import EvalOptions, evaluate
-from kforge.verify.sandbox import SandboxUnavailable
+from kforge.verify.sandbox import SandboxUnavailable, kept_pool
 from kforge.verify.verdict import Verdict
 
 
@@ -52,7 +60,7 @@ def run_task(spec: TaskSpec, say: Callable[[str], None] | None = None) -> SuiteR
         return SuiteRow(**base, status="error", reason=str(exc), wall_s=time.monotonic() - started)
     base["problem_hash"] = problem.source_hash
     try:
-        row = _judge(spec, problem, base) if spec.mode == "judge" else _optimize(spec, problem, base, say)
+        row = _judge(spec, problem, base, say) if spec.mode == "judge" else _optimize(spec, problem, base, say)
     except (SolutionError, PlatformError, SandboxUnavailable, ValueError) as exc:
         row = SuiteRow(**base, status="error", reason=str(exc).splitlines()[0][:500])
     except Exception as exc:  # a bug, not the problem's fault: kept in the row, with where it happened
@@ -62,11 +70,11 @@ def run_task(spec: TaskSpec, say: Callable[[str], None] | None = None) -> SuiteR
     return row.model_copy(update={"wall_s": time.monotonic() - started})
 
 
-def _judge(spec: TaskSpec, problem: Problem, base: dict[str, str]) -> SuiteRow:
+def _judge(spec: TaskSpec, problem: Problem, base: dict[str, str], say: Callable[[str], None] | None) -> SuiteRow:
     if spec.solution is None or not Path(spec.solution).is_file():
         return SuiteRow(**base, status="error", reason=f"no solution: {spec.solution} does not exist")
     options = spec.eval_options.model_copy(update={"platform": spec.platform, "language": spec.language})
-    verdict = evaluate(problem, spec.solution, options)
+    verdict = evaluate(problem, spec.solution, options, progress=say, pool=kept_pool())
     return _row_of(base, verdict, problem, options, attempts=1)
 
 
@@ -136,18 +144,60 @@ def roofline_share(problem: Problem, options: EvalOptions, runtime_ms: float | N
         return None
 
 
+def run_job(spec_file: Path, row_file: Path, log: Path | None) -> None:
+    """Run the task `spec_file` names, its events (each with the seconds since it started) appended to `log`, and
+    write its row to `row_file` whole (the runner never reads half a row)."""
+    spec = TaskSpec.model_validate_json(spec_file.read_text())
+    with open(log, "a", buffering=1) if log is not None else contextlib.nullcontext() as events:
+        started = time.monotonic()
+        say = (lambda text: events.write(f"{time.monotonic() - started:7.1f} s  {text}\n")) if events else None
+        row = run_task(spec, say)
+    partial = row_file.with_suffix(".partial")
+    partial.write_text(row.model_dump_json())
+    partial.replace(row_file)
+
+
+@contextlib.contextmanager
+def _output_to(log: Path) -> Iterator[None]:
+    """This process's stdout and stderr (its libraries' warnings, a traceback) into `log` for the block."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
+def serve(reply_fd: int) -> None:
+    """Run the jobs read from stdin one after another, answering each on `reply_fd`; returns at end of input."""
+    from kforge.verify.sandbox import keeping_pool
+
+    with os.fdopen(reply_fd, "w", buffering=1) as replies, keeping_pool():
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            log = Path(job["log"])
+            with _output_to(log):
+                run_job(Path(job["spec"]), Path(job["row"]), log)
+            replies.write(json.dumps({"done": job["row"]}) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else argv
-    spec = TaskSpec.model_validate_json(Path(arguments[0]).read_text())
-    log = open(arguments[2], "a", buffering=1) if len(arguments) > 2 else None  # noqa: SIM115
-    started = time.monotonic()
-    # Each line carries the seconds since the task started: the log shows where a problem's time went.
-    say = (lambda text: log.write(f"{time.monotonic() - started:7.1f} s  {text}\n")) if log is not None else None
-    row = run_task(spec, say)
-    target = Path(arguments[1])
-    partial = target.with_suffix(".partial")
-    partial.write_text(row.model_dump_json())
-    partial.replace(target)  # the runner never reads half a row
+    if arguments and arguments[0] == "--serve":
+        serve(int(arguments[1]))
+        return
+    run_job(Path(arguments[0]), Path(arguments[1]), Path(arguments[2]) if len(arguments) > 2 else None)
 
 
 if __name__ == "__main__":

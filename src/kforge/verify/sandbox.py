@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -358,6 +359,37 @@ class WorkerPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+_kept: list[WorkerPool] = []  # the pool `keeping_pool` holds for this process, if any
+
+
+@contextlib.contextmanager
+def keeping_pool(spares: int = 1) -> Iterator[WorkerPool]:
+    """One pool for every run this process starts within the block (`run_pool` hands it out): a process that runs
+    many problems one after another (a suite's task process) starts its fork server and spares once."""
+    with WorkerPool(spares=spares) as pool:
+        _kept.append(pool)
+        try:
+            yield pool
+        finally:
+            _kept.remove(pool)
+
+
+def kept_pool() -> WorkerPool | None:
+    """The pool `keeping_pool` holds for this process; None outside one."""
+    return _kept[-1] if _kept else None
+
+
+@contextlib.contextmanager
+def run_pool(spares: int = 1) -> Iterator[WorkerPool]:
+    """A run's pool: the process's kept one, left open at the end, or a new one closed at the end."""
+    kept = kept_pool()
+    if kept is not None:
+        yield kept
+        return
+    with WorkerPool(spares=spares) as pool:
+        yield pool
 
 
 def _start_fork_server(cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> ForkServer | None:
