@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fo
 
 @pytest.fixture
 def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[WorkerPool]:
-    monkeypatch.setenv("KFORGE_FORK_SERVER", "1")  # the default on a GPU machine is off, until verified there
+    monkeypatch.delenv("KFORGE_FORK_SERVER", raising=False)  # the default: on, GPU machines included
     with WorkerPool(spares=1) as workers:
         yield workers
 
@@ -102,7 +102,7 @@ def test_workers_start_fresh_where_the_server_is_off_or_gone(tmp_path: Path, mon
     monkeypatch.setenv("KFORGE_FORK_SERVER", "0")
     with WorkerPool(spares=0) as pool, take(pool, tmp_path) as worker:
         assert not isinstance(worker.process, ForkedProcess)
-    monkeypatch.setenv("KFORGE_FORK_SERVER", "1")
+    monkeypatch.delenv("KFORGE_FORK_SERVER")
     with WorkerPool(spares=0) as pool:
         with take(pool, tmp_path) as worker:
             assert isinstance(worker.process, ForkedProcess)
