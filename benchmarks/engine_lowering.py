@@ -1,23 +1,30 @@
-"""Which problems the builtin engine lowers, per language, without judging any kernel: prints figures, asserts nothing.
+"""Which problems the builtin engine lowers, per language, and (with --judge) whether its first kernel is correct.
 
     python benchmarks/engine_lowering.py [PROBLEM_OR_FOLDER ...] [--languages cpp triton]
+    python benchmarks/engine_lowering.py [PROBLEM_OR_FOLDER ...] --judge cuda [--deadline-s 300]
 
 For each problem (default: every file of benchmarks/engine_suite), capture, simplify, partition and render the
 backend's first variant (`kforge.engine.propose.propose`). A problem is *lowered* in a language when that
-yields a candidate; otherwise its one-line refusal is printed. Whether the candidate is correct and fast is the
-harness's question: `kforge suite ... --model builtin` or benchmarks/builtin_bench.py answer it.
+yields a candidate; otherwise its one-line refusal is printed. With `--judge PLATFORM` (cpu: C++, cuda: Triton),
+that first variant is also judged by the harness on the platform, correctness only (no timing, no baselines:
+seconds per problem), and every verdict other than correct is printed with its rule and reason. How fast the
+tuned kernels are is for `kforge suite ... --model builtin` or benchmarks/builtin_bench.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
 from kforge.engine.propose import propose
 from kforge.problem import load_problem
+from kforge.verify.evaluate import EvalOptions, evaluate
+from kforge.verify.sandbox import WorkerPool
 
 SUITE = Path(__file__).resolve().parent / "engine_suite"
+LANGUAGE = {"cpu": "cpp", "cuda": "triton"}
 
 
 def problem_files(paths: list[Path]) -> list[Path]:
@@ -27,17 +34,12 @@ def problem_files(paths: list[Path]) -> list[Path]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="*", type=Path)
-    parser.add_argument("--languages", nargs="+", default=["cpp", "triton"])
-    args = parser.parse_args()
-    files = problem_files(args.paths)
-    lowered = dict.fromkeys(args.languages, 0)
+def lowering(files: list[Path], languages: list[str]) -> None:
+    lowered = dict.fromkeys(languages, 0)
     started = time.perf_counter()
     for path in files:
         problem = load_problem(path)
-        for language in args.languages:
+        for language in languages:
             try:
                 propose(problem, language, limit=1)
                 lowered[language] += 1
@@ -46,6 +48,56 @@ def main() -> None:
     print(f"{len(files)} problems in {time.perf_counter() - started:.0f} s; lowered: "
           + ", ".join(f"{language} {count}/{len(files)} ({100 * count / len(files):.0f}%)"
                       for language, count in lowered.items()))
+
+
+def judging(files: list[Path], platform: str, deadline_s: float) -> None:
+    language = LANGUAGE[platform]
+    options = EvalOptions(platform=platform, language=language, measure=False, baselines=())
+    counts = {"correct": 0, "not lowered": 0, "wrong": 0, "not judged": 0}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kforge-lowering-") as workdir, WorkerPool(spares=1) as pool:
+        for path in files:
+            if time.monotonic() - started > deadline_s:
+                counts["not judged"] += 1
+                print(f"{path.name}: not judged (the deadline of {deadline_s:.0f} s is spent)", flush=True)
+                continue
+            one = time.monotonic()
+            try:
+                source = propose(load_problem(path), language, limit=1).variants[0].source
+            except Exception as exc:
+                counts["not lowered"] += 1
+                print(f"{path.name}: not lowered: {str(exc).splitlines()[0][:150]}", flush=True)
+                continue
+            candidate = Path(workdir) / path.name
+            candidate.write_text(source)
+            verdict = evaluate(path, candidate, options, pool=pool)
+            pool.replenish()
+            seconds = time.monotonic() - one
+            if verdict.correct:
+                counts["correct"] += 1
+                print(f"{path.name}: correct ({seconds:.1f} s)", flush=True)
+            else:
+                counts["wrong"] += 1
+                reason = " ".join(verdict.reason.split())[:300]
+                print(f"{path.name}: {verdict.verdict} [{verdict.rule or '-'}] ({seconds:.1f} s): {reason}", flush=True)
+    total = len(files)
+    print(f"{total} problems on {platform} ({language}) in {time.monotonic() - started:.0f} s: "
+          + ", ".join(f"{name} {count}" for name, count in counts.items())
+          + f"; lowered and correct: {100 * counts['correct'] / total:.0f}%")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("--languages", nargs="+", default=["cpp", "triton"])
+    parser.add_argument("--judge", choices=sorted(LANGUAGE), help="judge each first variant on this platform")
+    parser.add_argument("--deadline-s", type=float, default=1e9, help="judge no further problem after this")
+    args = parser.parse_args()
+    files = problem_files(args.paths)
+    if args.judge:
+        judging(files, args.judge, args.deadline_s)
+    else:
+        lowering(files, args.languages)
 
 
 if __name__ == "__main__":
