@@ -1,7 +1,7 @@
 """Which problems the builtin engine lowers, per language, and (with --judge) whether its first kernel is correct.
 
     python benchmarks/engine_lowering.py [PROBLEM_OR_FOLDER ...] [--languages cpp triton]
-    python benchmarks/engine_lowering.py [PROBLEM_OR_FOLDER ...] --judge cuda [--deadline-s 300]
+    python benchmarks/engine_lowering.py [PROBLEM_OR_FOLDER ...] --judge cuda [--jobs 4] [--deadline-s 300]
 
 For each problem (default: every file of benchmarks/engine_suite), capture, simplify, partition and render the
 backend's first variant (`kforge.engine.propose.propose`). A problem is *lowered* in a language when that
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -50,36 +51,51 @@ def lowering(files: list[Path], languages: list[str]) -> None:
                       for language, count in lowered.items()))
 
 
-def judging(files: list[Path], platform: str, deadline_s: float) -> None:
+def judging(files: list[Path], platform: str, deadline_s: float, jobs: int) -> None:
+    """Judge each problem's first variant for correctness, `jobs` problems at once (each thread its own worker
+    pool): no timing is taken, so evaluations may share the device."""
     language = LANGUAGE[platform]
     options = EvalOptions(platform=platform, language=language, measure=False, baselines=())
     counts = {"correct": 0, "not lowered": 0, "wrong": 0, "not judged": 0}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kforge-lowering-") as workdir, WorkerPool(spares=1) as pool:
-        for path in files:
-            if time.monotonic() - started > deadline_s:
-                counts["not judged"] += 1
-                print(f"{path.name}: not judged (the deadline of {deadline_s:.0f} s is spent)", flush=True)
-                continue
-            one = time.monotonic()
-            try:
-                source = propose(load_problem(path), language, limit=1).variants[0].source
-            except Exception as exc:
-                counts["not lowered"] += 1
-                print(f"{path.name}: not lowered: {str(exc).splitlines()[0][:150]}", flush=True)
-                continue
-            candidate = Path(workdir) / path.name
-            candidate.write_text(source)
-            verdict = evaluate(path, candidate, options, pool=pool)
-            pool.replenish()
-            seconds = time.monotonic() - one
-            if verdict.correct:
-                counts["correct"] += 1
-                print(f"{path.name}: correct ({seconds:.1f} s)", flush=True)
-            else:
-                counts["wrong"] += 1
-                reason = " ".join(verdict.reason.split())[:300]
-                print(f"{path.name}: {verdict.verdict} [{verdict.rule or '-'}] ({seconds:.1f} s): {reason}", flush=True)
+    lock = threading.Lock()
+
+    def report(kind: str, line: str) -> None:
+        with lock:
+            counts[kind] += 1
+            print(line, flush=True)
+
+    def judge_share(share: list[Path], workdir: Path) -> None:
+        with WorkerPool(spares=1) as pool:
+            for path in share:
+                if time.monotonic() - started > deadline_s:
+                    report("not judged", f"{path.name}: not judged (the deadline of {deadline_s:.0f} s is spent)")
+                    continue
+                one = time.monotonic()
+                try:
+                    source = propose(load_problem(path), language, limit=1).variants[0].source
+                except Exception as exc:
+                    report("not lowered", f"{path.name}: not lowered: {str(exc).splitlines()[0][:150]}")
+                    continue
+                candidate = workdir / path.name
+                candidate.write_text(source)
+                verdict = evaluate(path, candidate, options, pool=pool)
+                pool.replenish()
+                seconds = time.monotonic() - one
+                if verdict.correct:
+                    report("correct", f"{path.name}: correct ({seconds:.1f} s)")
+                else:
+                    reason = " ".join(verdict.reason.split())[:300]
+                    report("wrong", f"{path.name}: {verdict.verdict} [{verdict.rule or '-'}] ({seconds:.1f} s): "
+                                    f"{reason}")
+
+    with tempfile.TemporaryDirectory(prefix="kforge-lowering-") as workdir:
+        threads = [threading.Thread(target=judge_share, args=(files[index::jobs], Path(workdir)))
+                   for index in range(jobs)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     total = len(files)
     print(f"{total} problems on {platform} ({language}) in {time.monotonic() - started:.0f} s: "
           + ", ".join(f"{name} {count}" for name, count in counts.items())
@@ -92,10 +108,11 @@ def main() -> None:
     parser.add_argument("--languages", nargs="+", default=["cpp", "triton"])
     parser.add_argument("--judge", choices=sorted(LANGUAGE), help="judge each first variant on this platform")
     parser.add_argument("--deadline-s", type=float, default=1e9, help="judge no further problem after this")
+    parser.add_argument("--jobs", type=int, default=1, help="problems judged at once (correctness only)")
     args = parser.parse_args()
     files = problem_files(args.paths)
     if args.judge:
-        judging(files, args.judge, args.deadline_s)
+        judging(files, args.judge, args.deadline_s, max(1, args.jobs))
     else:
         lowering(files, args.languages)
 

@@ -9,6 +9,8 @@ store (a resumed run reuses them), and attaches them to every timed verdict.
 
 from __future__ import annotations
 
+import time
+
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.store import Store
 from kforge.verify.evaluate import EvalOptions, ProblemInput, measure_baselines
@@ -26,6 +28,12 @@ class RunBaselines:
         self.pool = pool
         self.say = Reporter(on_event)
         self._value: Baselines | None = None
+        self.spent_s = 0.0  # seconds spent timing the reference: not the search's, so not its budget's
+
+    def search_clock(self) -> float:
+        """A monotonic clock that stands still while the reference is timed: the engine's tuning budget is for
+        judging variants, and the run's baselines are timed during its first timed variant."""
+        return time.monotonic() - self.spent_s
 
     @property
     def candidate_options(self) -> EvalOptions:
@@ -51,11 +59,14 @@ class RunBaselines:
     def _measure(self) -> Baselines:
         names = " and ".join("torch.compile" if name == "compile" else name for name in self.options.baselines)
         self.say(f"timing the reference once for the run ({names}); every candidate is compared with it")
+        started = time.monotonic()
         try:
             value = measure_baselines(self.problem, self.options, pool=self.pool)
         except RuntimeError as exc:
             # Not stored: a resumed run tries again. This run goes on without speedups.
             self.say(f"{exc}; speedups are not reported")
             return Baselines(warnings=[str(exc)])
+        finally:
+            self.spent_s += time.monotonic() - started
         self.store.record_baselines(self.run_id, value.model_dump(mode="json"))
         return value

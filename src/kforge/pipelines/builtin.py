@@ -8,6 +8,7 @@ faster beyond noise).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from kforge.agents.targets import Target
@@ -46,7 +47,8 @@ class BuiltinRun:
 
     def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
                  on_event: EventSink | None = None, *, judge: AttemptJudge | None = None,
-                 lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None) -> None:
+                 lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.run_id = run_id
         self.platform = platform
@@ -55,6 +57,7 @@ class BuiltinRun:
         self.say = Reporter(on_event)
         self.lineage = lineage
         self.prebuild = prebuild
+        self.clock = clock  # what the tuning budget is counted on (pipelines/baselines.py: RunBaselines.search_clock)
         self.records: dict[str, AttemptRecord] = {}
         self.proposer: Proposer[EngineRequest, EngineCandidates] = EngineProposer()
         self.attempts = judge or AttemptJudge(store, run_id, Target(platform, language), evaluate, self.say,
@@ -71,7 +74,7 @@ class BuiltinRun:
         self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
         settings = settings or TuneSettings()
         self.compile_ahead([variant.source for variant in proposal.variants[:settings.exhaustive_up_to]])
-        tuned = tune(proposal.variants, self.judge, settings, progress=self.say)
+        tuned = tune(proposal.variants, self.judge, settings, progress=self.say, clock=self.clock)
         result = LoopResult(attempts=list(self.records.values()))
         if tuned.best is not None:
             result.best = self.records[text_hash(tuned.best.variant.source)]

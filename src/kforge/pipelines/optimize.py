@@ -140,9 +140,9 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
     problem = load_problem(request.problem)
     options = request.evaluation_options()
     with run_pool() as pool, _marking_status(store, run_id) as ending:
-        evaluator = _source_evaluator(problem, options, pool, store, run_id, on_event)
+        evaluator, baselines = _judging(problem, options, pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
-                            prebuild=_prebuilder(options, on_event))
+                            prebuild=_prebuilder(options, on_event), clock=baselines.search_clock)
         tuning = TuneSettings(budget_s=request.time_budget_s) if request.time_budget_s else None
         result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes, settings=tuning)
         confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
@@ -185,6 +185,12 @@ def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: Recording
 def _source_evaluator(problem: Problem, options: EvalOptions, pool: WorkerPool, store: Store,
                       run_id: int, on_event: EventSink | None) -> Evaluator:
     """Judges a candidate's source; every timed verdict is compared with the run's one set of baselines."""
+    return _judging(problem, options, pool, store, run_id, on_event)[0]
+
+
+def _judging(problem: Problem, options: EvalOptions, pool: WorkerPool, store: Store, run_id: int,
+             on_event: EventSink | None) -> tuple[Evaluator, RunBaselines]:
+    """`_source_evaluator`'s evaluator, and the run's baselines it compares with."""
     baselines = RunBaselines(store, run_id, problem, options, pool, on_event)
     candidate_options = baselines.candidate_options
 
@@ -192,7 +198,7 @@ def _source_evaluator(problem: Problem, options: EvalOptions, pool: WorkerPool, 
         verdict = evaluate(problem, Solution.from_source(source, options.language), candidate_options, pool=pool)
         return baselines.attach(verdict)
 
-    return evaluate_source
+    return evaluate_source, baselines
 
 
 def _prebuilder(options: EvalOptions, on_event: EventSink | None) -> Callable[[list[str]], None]:

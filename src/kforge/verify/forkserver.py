@@ -165,6 +165,7 @@ def _serve(channel: socket.socket) -> None:
     warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
     from kforge.verify import worker  # noqa: F401  torch and the rest, once for every child
 
+    _import_compiler()
     if fork_poisoned():
         sys.stderr.write("kforge fork server: CUDA was initialised while importing, so a forked worker could not "
                          "use the GPU; workers start the plain way\n")
@@ -193,6 +194,16 @@ def _serve(channel: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
         channel.send(json.dumps({"pid": pid}).encode())
+
+
+def _import_compiler() -> None:
+    """Dynamo, torch.compile's front end (about 1 s to import on a 2-core machine), once for every child, so that
+    a worker timing the torch.compile baseline waits less. Not Inductor's code cache: it fixes paths from the
+    importing process's temporary directory (the server's, which a worker cannot write) when it is imported.
+    Dynamo reads only the environment it shares with the workers; it starts no thread and touches no GPU (the
+    probe child checks the latter). Where it does not import, workers import it when they compile."""
+    with contextlib.suppress(Exception):
+        import torch._dynamo  # noqa: F401
 
 
 def fork_poisoned() -> bool:
