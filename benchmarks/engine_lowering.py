@@ -59,6 +59,7 @@ def judging(files: list[Path], platform: str, deadline_s: float, jobs: int) -> N
     counts = {"correct": 0, "not lowered": 0, "wrong": 0, "not judged": 0}
     started = time.monotonic()
     lock = threading.Lock()
+    capturing = threading.Lock()
 
     def report(kind: str, line: str) -> None:
         with lock:
@@ -73,13 +74,16 @@ def judging(files: list[Path], platform: str, deadline_s: float, jobs: int) -> N
                     continue
                 one = time.monotonic()
                 try:
-                    source = propose(load_problem(path), language, limit=1).variants[0].source
+                    with capturing:  # loading runs the reference under a global seed and capture traces it:
+                        # neither is safe in two threads at once, so only the evaluations overlap
+                        problem = load_problem(path)
+                        source = propose(problem, language, limit=1).variants[0].source
                 except Exception as exc:
                     report("not lowered", f"{path.name}: not lowered: {str(exc).splitlines()[0][:150]}")
                     continue
                 candidate = workdir / path.name
                 candidate.write_text(source)
-                verdict = evaluate(path, candidate, options, pool=pool)
+                verdict = evaluate(problem, candidate, options, pool=pool)  # loaded once, above
                 pool.replenish()
                 seconds = time.monotonic() - one
                 if verdict.correct:

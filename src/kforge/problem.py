@@ -18,6 +18,7 @@ import itertools
 import random
 import re
 import sys
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,11 @@ LANGUAGES = ("cpp", "cuda", "triton", "metal", "sycl", "hip")
 _HIP_SIGNS = re.compile(r"#include\s*[<\"]hip/|\bhip(LaunchKernelGGL|Stream_t|Malloc|Memcpy|GetLastError)\b")
 
 _module_counter = itertools.count()
+
+# Seeding is global to the process: a draw is only reproducible if no other thread seeds or draws between the
+# seed and the draw's end. Every seeded draw here holds this lock (re-entrant: a draw may seed inside another),
+# so threads that judge problems side by side (a benchmark's jobs) draw what a worker draws with the same seed.
+SEEDED = threading.RLock()
 
 
 def seed_everything(seed: int) -> None:
@@ -115,16 +121,18 @@ class Problem:
         return list(self.module.get_init_inputs())
 
     def make_model(self, seed: int) -> torch.nn.Module:
-        seed_everything(seed)
-        return self.model_class(*self.init_inputs())
+        with SEEDED:
+            seed_everything(seed)
+            return self.model_class(*self.init_inputs())
 
     def input_sets(self, seed: int) -> list[list[Any]]:
         """The main input list and every variant, all drawn after seeding with `seed`."""
-        seed_everything(seed)
-        sets = [list(self.module.get_inputs())]
-        if self.has_variants:
-            sets.extend(list(variant) for variant in self.module.get_input_variants())
-        return sets
+        with SEEDED:
+            seed_everything(seed)
+            sets = [list(self.module.get_inputs())]
+            if self.has_variants:
+                sets.extend(list(variant) for variant in self.module.get_input_variants())
+            return sets
 
     def inputs(self, seed: int, variant: int = 0, device: torch.device | None = None) -> list[Any]:
         """One input list drawn after seeding with `seed`; variant 0 is `get_inputs()`.
@@ -145,8 +153,8 @@ class Problem:
         return _moved(drawn, device) if device is not None else drawn
 
     def _draw(self, seed: int, variant: int, device: torch.device | None) -> list[Any]:
-        seed_everything(seed)
-        with torch.device(device) if device is not None else contextlib.nullcontext():
+        with SEEDED, torch.device(device) if device is not None else contextlib.nullcontext():
+            seed_everything(seed)
             if variant == 0:
                 return list(self.module.get_inputs())
             return list(self.module.get_input_variants()[variant - 1])
@@ -208,8 +216,8 @@ def _check_reference_repeats(problem: Problem, model: torch.nn.Module, first: An
     path = problem.path
     try:
         inputs = problem.inputs(seed=0)  # the first call's inputs drawn again: that call may have changed them
-        seed_everything(1)  # but other random numbers for the call itself, so that any it draws show
-        with torch.no_grad():
+        with SEEDED, torch.no_grad():
+            seed_everything(1)  # but other random numbers for the call itself, so that any it draws show
             again = model(*inputs)
     except BaseException as exc:
         raise ProblemError(f"problem {path.name}: Model fails when called a second time: "
