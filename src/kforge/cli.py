@@ -430,7 +430,8 @@ def suite_command(
     solutions: Annotated[Path | None, typer.Option(metavar="DIR",
         help="Judge the solutions in this folder (same file names as the problems) instead of optimizing.")] = None,
     workers: Annotated[int | None, typer.Option(metavar="N", min=1,
-        help="Problems at once: default one per GPU on a GPU platform, one on a CPU.")] = None,
+        help="Problems at once: default one per GPU on a GPU platform, one on a CPU. More than one per device "
+             "overlap their builds and checks; timing still runs alone.")] = None,
     ray: Annotated[str | None, typer.Option("--ray", metavar="ADDRESS",
         help="Run on a Ray cluster: auto (a running one, else a local one) or its ADDRESS; one slot per "
                       "GPU of the cluster (pip install 'kforge[ray]').")] = None,

@@ -41,3 +41,21 @@ def test_a_tasks_device_pin_reaches_its_workers(tmp_path: Path, monkeypatch: pyt
     for variable in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"):
         monkeypatch.setenv(variable, "3")
         assert scrubbed_environment({}, tmp_path)[variable] == "3"
+
+
+def test_more_workers_than_gpus_deals_slots_over_the_gpus_and_each_gpus_slots_share_its_lock(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kforge.verify.device_lock import ENV
+
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    slots = slots_for("cuda", 5)
+    assert [slot.name for slot in slots] == ["gpu 2", "gpu 5", "gpu 2 slot 2", "gpu 5 slot 2", "gpu 2 slot 3"]
+    assert [slot.environment["CUDA_VISIBLE_DEVICES"] for slot in slots] == ["2", "5", "2", "5", "2"]
+    locks = [slot.environment[ENV] for slot in slots]
+    assert locks[0] == locks[2] == locks[4] != locks[1] == locks[3]
+    assert all(Path(lock).is_relative_to(tmp_path) for lock in locks)
+    assert all(ENV not in slot.environment for slot in slots_for("cuda", None))  # a GPU each: nothing shared
+    cpu = slots_for("cpu", 2)
+    assert cpu[0].environment[ENV] == cpu[1].environment[ENV]  # CPU slots time one at a time too
+    assert ENV not in slots_for("cpu", 1)[0].environment

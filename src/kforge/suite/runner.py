@@ -21,6 +21,7 @@ from kforge.suite.discover import FoundProblem
 from kforge.suite.results import ResultsFile, SuiteRow, Summary, summarize, write_summary
 from kforge.suite.task import TaskSpec
 from kforge.suite.task_process import TaskProcess
+from kforge.verify.device_lock import ENV as LOCK_ENV
 
 if TYPE_CHECKING:
     from kforge.platforms import Platform
@@ -54,18 +55,31 @@ class Slot:
 
 
 def slots_for(platform: str, workers: int | None) -> list[Slot]:
-    """Where tasks run at once: one slot per visible GPU for a GPU platform (at most `workers`), each task shown
-    only its GPU through the platform's variable (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ...), else
-    `workers` CPU slots (default 1) that share the cores."""
+    """Where tasks run at once. On a GPU platform, `workers` slots (default: one per visible GPU), dealt out
+    over the GPUs in turn, each task shown only its GPU through the platform's variable (CUDA_VISIBLE_DEVICES,
+    HIP_VISIBLE_DEVICES, ...); else `workers` CPU slots (default 1) that share the cores. Slots that share a
+    device share its lock (`verify/device_lock.py`): one times while the others build and check."""
+    from kforge.paths import cache_dir
+
+    locks = cache_dir().expanduser() / "device-locks"
     device = _device_platform(platform)
     gpus = _visible_devices(device) if device is not None else []
     if device is not None and gpus:
-        chosen = gpus[:workers] if workers else gpus
+        count = workers or len(gpus)
         variable = device.visible_devices_variable
-        return [Slot(f"gpu {gpu}", {variable: gpu} if variable else {}) for gpu in chosen]
+        slots = []
+        for index in range(count):
+            gpu, turn = gpus[index % len(gpus)], index // len(gpus)
+            environment = {variable: gpu} if variable else {}
+            if count > len(gpus):
+                environment[LOCK_ENV] = str(locks / f"{device.name}-{gpu}.lock")
+            slots.append(Slot(f"gpu {gpu}" + (f" slot {turn + 1}" if turn else ""), environment))
+        return slots
     count = max(1, workers or 1)
-    threads = str(max(1, (os.cpu_count() or 1) // count))
-    return [Slot(f"cpu {index}", {"OMP_NUM_THREADS": threads}) for index in range(count)]
+    environment = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // count))}
+    if count > 1:
+        environment[LOCK_ENV] = str(locks / "cpu.lock")
+    return [Slot(f"cpu {index}", environment) for index in range(count)]
 
 
 class SlotLost(Exception):

@@ -28,6 +28,7 @@ from kforge.platforms import Platform, get_platform
 from kforge.problem import Problem, Solution, SolutionError, load_problem, load_solution
 from kforge.verify import tensors
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
+from kforge.verify.device_lock import device_lock
 from kforge.verify.ops import reference_ops
 from kforge.verify.policy import Policy, judge_dispatched_ops
 from kforge.verify.protocol import (
@@ -202,11 +203,14 @@ def measure_baselines(problem: ProblemInput, options: EvalOptions | None = None,
     evaluation = _Evaluation(context)
     eager = compiled = None
     try:
-        with evaluation.spawn_worker() as worker:
+        lock = device_lock()
+        with lock.shared(), evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
             if pool is not None:
                 pool.settle()
-            timed = evaluation.time_in_rounds(evaluation.reference_series(worker))
+            series = evaluation.reference_series(worker)  # loaded (and compiled) beside others' work
+            with lock.exclusive():
+                timed = evaluation.time_in_rounds(series)
             eager, compiled = timed.get("eager"), timed.get("compile")
     except _Failed as failure:
         raise RuntimeError(f"the reference could not be timed: {failure}") from None
@@ -230,11 +234,13 @@ def collect_profile(problem: ProblemInput, solution: SolutionInput, options: Eva
     context = _context(problem, solution, options, lambda _message: None, pool, check_runs=False)
     evaluation = _Evaluation(context)
     try:
-        with evaluation.spawn_worker() as worker:
+        lock = device_lock()
+        with lock.shared(), evaluation.spawn_worker() as worker:
             evaluation.ready(worker)
             evaluation.load(worker, candidate=True, compile_model=False)
-            reply = evaluation.ask(worker, ProfileRequest(seed=context.input_seed + _TIMING_SEED, calls=calls),
-                                   ProfileReply, options.timeout_s)
+            with lock.exclusive():  # a profile times the kernels too
+                request = ProfileRequest(seed=context.input_seed + _TIMING_SEED, calls=calls)
+                reply = evaluation.ask(worker, request, ProfileReply, options.timeout_s)
     except _Failed as failure:
         raise ProfileFailed(str(failure)) from None
     return reply.profile
@@ -254,7 +260,7 @@ class _Evaluation:
         reference_worker: Worker | None = None
         try:
             self.check_static()
-            with self.spawn_worker() as worker:
+            with device_lock().shared(), self.spawn_worker() as worker:
                 # The reference's worker starts importing now, while the candidate builds and is checked.
                 if self.ctx.options.measure and self.ctx.options.baselines:
                     reference_worker = self.spawn_worker()
@@ -369,7 +375,8 @@ class _Evaluation:
         if reference_worker is not None:
             self.ready(reference_worker)
             series = self.reference_series(reference_worker) + series
-        timed = self.time_in_rounds(series)
+        with device_lock().exclusive():  # no other process's work on the device while this one times
+            timed = self.time_in_rounds(series)
         candidate = timed["candidate"]
         assert candidate is not None  # a candidate whose timing fails ends the evaluation (_Failed)
         warning = host_bound_warning(candidate)
