@@ -48,10 +48,6 @@ class DeviceLock:
         self._exclusive_depth = 0
         self.waited_s = 0.0
 
-    def close(self) -> None:
-        os.close(self._fd)
-        os.close(self._gate_fd)
-
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         with self._mutex:
