@@ -92,3 +92,32 @@ def test_the_analysts_timing_text_names_the_host_bound_share() -> None:
     assert "host-bound calls: 80%" in timing_profile(verdict).text
     cpu = verdict.model_copy(update={"timing": _stats(0.05)})  # a platform that cannot tell: no line
     assert "host-bound" not in timing_profile(cpu).text
+
+
+def test_the_search_clock_stands_still_while_a_neighbour_on_the_device_times(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `kforge suite --workers` beyond the GPUs, a task waits for its device while another one times: the
+    tuning budget is the search's, so that wait is not spent from it."""
+    import fcntl
+    import os
+    import threading
+
+    from kforge.verify.device_lock import ENV, device_lock
+
+    lock_path = tmp_path / "gpu.lock"
+    monkeypatch.setenv(ENV, str(lock_path))
+    with Store(tmp_path / "runs.db") as store:
+        run_id = store.create_run(command="optimize").id
+        baselines = RunBaselines(store, run_id, PROBLEM, fast_options(baselines=("eager",)), None)
+        neighbour = os.open(lock_path, os.O_RDWR)  # another holder of the same file: a neighbour timing
+        fcntl.flock(neighbour, fcntl.LOCK_EX)
+        threading.Timer(0.8, lambda: fcntl.flock(neighbour, fcntl.LOCK_UN)).start()
+        wall, search = time.monotonic(), baselines.search_clock()
+        with device_lock().shared():  # what evaluate takes before it builds and checks
+            pass
+        assert time.monotonic() - wall > 0.7
+        assert baselines.search_clock() - search < 0.2
+        os.close(neighbour)
+        wall, search = time.monotonic(), baselines.search_clock()
+        time.sleep(0.3)  # and it runs again once the device is this process's
+        assert baselines.search_clock() - search == pytest.approx(time.monotonic() - wall, abs=0.05)

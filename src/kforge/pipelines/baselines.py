@@ -13,6 +13,7 @@ import time
 
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.store import Store
+from kforge.verify.device_lock import device_lock
 from kforge.verify.evaluate import EvalOptions, ProblemInput, measure_baselines
 from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Baselines, Verdict
@@ -29,11 +30,16 @@ class RunBaselines:
         self.say = Reporter(on_event)
         self._value: Baselines | None = None
         self.spent_s = 0.0  # seconds spent timing the reference: not the search's, so not its budget's
+        self._lock = device_lock()
+        self._lock_waits_before = self._lock.waited_s  # waits of this process before the run: not the run's
+        self._lock_waits_in_baselines = 0.0  # already inside spent_s
 
     def search_clock(self) -> float:
-        """A monotonic clock that stands still while the reference is timed: the engine's tuning budget is for
-        judging variants, and the run's baselines are timed during its first timed variant."""
-        return time.monotonic() - self.spent_s
+        """A monotonic clock that stands still while the reference is timed and while this process waits for
+        its device (verify/device_lock.py: a neighbour on the same GPU is timing): the engine's tuning budget is
+        for judging variants, and the run's baselines are timed during its first timed variant."""
+        waited = self._lock.waited_s - self._lock_waits_before - self._lock_waits_in_baselines
+        return time.monotonic() - self.spent_s - waited
 
     @property
     def candidate_options(self) -> EvalOptions:
@@ -59,7 +65,7 @@ class RunBaselines:
     def _measure(self) -> Baselines:
         names = " and ".join("torch.compile" if name == "compile" else name for name in self.options.baselines)
         self.say(f"timing the reference once for the run ({names}); every candidate is compared with it")
-        started = time.monotonic()
+        started, waits_before = time.monotonic(), self._lock.waited_s
         try:
             value = measure_baselines(self.problem, self.options, pool=self.pool)
         except RuntimeError as exc:
@@ -68,5 +74,6 @@ class RunBaselines:
             return Baselines(warnings=[str(exc)])
         finally:
             self.spent_s += time.monotonic() - started
+            self._lock_waits_in_baselines += self._lock.waited_s - waits_before
         self.store.record_baselines(self.run_id, value.model_dump(mode="json"))
         return value
