@@ -131,6 +131,13 @@ def test_two_reductions_in_a_row_become_two_kernels() -> None:
     assert parts.summary() == "mul+softmax | mean+add"
 
 
+def test_a_pointwise_node_joins_an_older_kernel_that_can_run_after_its_producers() -> None:
+    # The scan's kernel is made after the one computing tanh(x) * 0.5, and the sum reads both: it joins the
+    # older kernel, which then runs after the scan, rather than starting a third.
+    _, parts = _parts("graph_around_a_scan")
+    assert parts.summary() == "cumsum | tanh+mul+add"
+
+
 def test_a_problem_one_kernel_computes_is_not_partitioned() -> None:
     found = propose(load_problem(FOLDER / "linear_softmax.py"), "triton", limit=1)
     assert found.kernels == 1 and found.program.heavy is not None and not found.program.is_graph()

@@ -193,24 +193,29 @@ class _Cut:
     def greedy(self, forced: set[str]) -> list[list[ir.Node]]:
         groups: list[list[ir.Node]] = []
         is_open: list[bool] = []
+        reads: list[set[int]] = []  # the kernels each kernel reads values of
         group_of: dict[str, int] = {}
         for node in self.kernel_nodes:
             target = None
-            sources = [group_of[name] for name in self.producers(node)]
+            sources = {group_of[name] for name in self.producers(node)}
             if not self._alone(node):
-                # Any open kernel that runs after every producer, the newest first; a node that reads only the
+                # Any open kernel that can run after every producer, the newest first: one created after them,
+                # or an older one that none of them reads from, directly or not (`x + flip(x)` joins the kernel
+                # computing x's neighbours although the flip's kernel came later). A node that reads only the
                 # graph's inputs and parameters joins only a kernel whose result its own broadcasts to.
-                for index in range(len(groups) - 1, max(sources, default=0) - 1, -1):
+                for index in range(len(groups) - 1, -1, -1):
                     if is_open[index] and (sources or _broadcasts(node.shape, groups[index][-1].shape)) and \
-                            self._fits([*groups[index], node]):
+                            not _reaches(reads, sources - {index}, index) and self._fits([*groups[index], node]):
                         target = index
                         break
             if target is None:
                 groups.append([node])
                 is_open.append(True)
+                reads.append(set())
                 target = len(groups) - 1
             else:
                 groups[target].append(node)
+            reads[target] |= sources - {target}
             group_of[node.name] = target
             if node.name in forced or node.op in ir.STANDALONE_OPS:
                 is_open[target] = False
@@ -305,6 +310,20 @@ class _Cut:
             needed = {spec.name for spec in reads} if isinstance(step, Kernel) else set(step.node.value_args)
             sorter.add(key, *sorted({produced_by[name] for name in needed if name in produced_by} - {key}))
         return tuple(steps[key] for key in sorter.static_order())
+
+
+def _reaches(reads: list[set[int]], starts: set[int], goal: int) -> bool:
+    """Whether kernel `goal` is among `starts` or what they read, directly or not (joining it would make a
+    cycle)."""
+    seen, pending = set(), list(starts)
+    while pending:
+        index = pending.pop()
+        if index == goal:
+            return True
+        if index not in seen:
+            seen.add(index)
+            pending.extend(reads[index])
+    return False
 
 
 def _broadcasts(small: ir.Shape, large: ir.Shape) -> bool:
