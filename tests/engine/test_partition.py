@@ -77,14 +77,15 @@ def test_steps_in_order_compute_what_the_reference_computes(name: str) -> None:
 
 @pytest.mark.parametrize("name", GRAPHS)
 def test_every_kernel_is_one_a_backend_can_plan_or_a_standalone_op(name: str) -> None:
-    _, parts = _parts(name)
-    assert len(parts.kernels) >= 2
+    _, parts = _parts(name)  # as `plan` allows, with no backend's say (which may refuse an epilogue)
+    assert len(parts.kernels) >= 2 or is_standalone(parts.kernels[0].program)
     for kernel in parts.kernels:
-        if is_standalone(kernel.program):  # a pooling window, a scan or a mask: a kernel of its own
-            assert len([n for n in kernel.program.nodes if n.op not in ir.VIEW_OPS]) == 1
-            continue
         lowered = plan(kernel.program)
         assert lowered.output == kernel.output
+        if is_standalone(kernel.program):  # a pooling window, a scan, a mask...: first, then its epilogue
+            assert lowered.reduction is not None and lowered.reduction.op in ir.STANDALONE_OPS and not lowered.pre
+            assert all(node.shape == lowered.reduction.shape for node in lowered.post)
+            continue
         assert not kernel.program.is_graph()
         heavy = [node for node in kernel.program.all_nodes() if node.op in ir.HEAVY_OPS]
         assert len(heavy) <= 1 and (not heavy or kernel.program.heavy is heavy[0])
@@ -132,10 +133,24 @@ def test_two_reductions_in_a_row_become_two_kernels() -> None:
 
 
 def test_a_pointwise_node_joins_an_older_kernel_that_can_run_after_its_producers() -> None:
-    # The scan's kernel is made after the one computing tanh(x) * 0.5, and the sum reads both: it joins the
-    # older kernel, which then runs after the scan, rather than starting a third.
-    _, parts = _parts("graph_around_a_scan")
-    assert parts.summary() == "cumsum | tanh+mul+add"
+    # The scan's kernel is made after the one computing tanh(x) * 0.5, and the sum reads both. In C++, whose
+    # scans take no epilogue, the sum joins the older kernel, which then runs after the scan, rather than
+    # starting a third; in Triton it is the scan's epilogue.
+    problem = load_problem(FOLDER / "graph_around_a_scan.py")
+    assert propose(problem, "cpp", limit=1).program.notes[0] == "partitioned into 2 kernels: cumsum | tanh+mul+add"
+    assert propose(problem, "triton", limit=1).program.notes[0] == "partitioned into 2 kernels: tanh+mul | cumsum+add"
+
+
+def test_pointwise_work_on_a_standalone_result_is_its_epilogue_in_triton() -> None:
+    # x + flip(x, -1) + flip(x, (1, 2)), times 0.5: each flip's kernel applies the add after it (reading the
+    # other operand where it stores) in Triton; in C++ the flips stand alone and the adds make a kernel.
+    problem = load_problem(FOLDER / "graph_flip_slices.py")
+    triton_cut = propose(problem, "triton", limit=1)
+    assert triton_cut.program.notes[0] == "partitioned into 3 kernels: flip+add | sub | flip+add+mul"
+    assert propose(problem, "cpp", limit=1).kernels == 4
+    source = triton_cut.variants[0].source
+    assert "def _flip_k0(x_ptr, out_ptr, e_x, total," in source  # x, read in the flip's kernel where it stores
+    assert "v_x = tl.load(e_x + offs, mask=mask, other=0.0)" in source
 
 
 def test_a_problem_one_kernel_computes_is_not_partitioned() -> None:

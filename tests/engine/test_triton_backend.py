@@ -314,6 +314,33 @@ def test_a_depthwise_convolution_is_generated_without_the_vendor() -> None:
 
 
 @pytest.mark.gpu
+def test_generated_kernels_are_launched_directly_once_compiled(tmp_path: Path) -> None:
+    # Our own generated code (not a candidate), imported here to look inside: after the first call each
+    # kernel's later launches go through its compiled launcher, and an input of another alignment (a new
+    # specialisation) is compiled for and still right.
+    import importlib.util
+
+    problem = load_problem(FOLDER / "graph_around_a_scan.py")
+    path = tmp_path / "solution.py"
+    path.write_text(propose(problem, "triton", limit=1).variants[0].source)
+    spec = importlib.util.spec_from_file_location("direct_launch_solution", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model, reference = module.ModelNew().cuda(), problem.module.Model().cuda()
+    x = torch.randn(4, 37, device="cuda")
+    for _ in range(3):
+        torch.testing.assert_close(model(x), reference(x))
+    launchers = [value for value in vars(module).values() if type(value).__name__.startswith("_Direct")]
+    used = [launcher for launcher in launchers if launcher.compiled]
+    assert len(used) == 2 and all(isinstance(entry, tuple) for one in used for entry in one.compiled.values())
+    shifted = torch.randn(4 * 37 + 1, device="cuda")[1:].view(4, 37)  # 4 bytes past a 16-byte boundary
+    torch.testing.assert_close(model(shifted), reference(shifted))
+    torch.testing.assert_close(model(shifted), reference(shifted))
+    assert all(len(launcher.compiled) == 2 for launcher in used)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_variants_compile_run_and_are_timed_on_the_gpu(tmp_path: Path, name: str, pool: WorkerPool) -> None:
     # The interpreter checks the arithmetic; only the GPU compiles the kernels (layouts, tl.dot precisions).

@@ -3,8 +3,9 @@
 A fused epilogue reads *leaves* (inputs, params, prepared values and the heavy op's output, each possibly
 seen through views and slices, which cost nothing), computes *scalars* once per call (sizes and math on
 them), then per element a chain of *pre* pointwise nodes, at most one reduction or row op over one dim, and
-a chain of *post* pointwise nodes that writes the single output. `plan(program)` returns that split or raises
-LoweringError naming what does not fit.
+a chain of *post* pointwise nodes that writes the single output. A standalone op (a window, a scan, a mask, a
+flip, attention) takes the reduction's place with no pre nodes: its post nodes are its epilogue.
+`plan(program)` returns that split or raises LoweringError naming what does not fit.
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ def plan(program: ir.Program) -> Plan:
             if reduction is not None:
                 raise cannot_lower(f"{node.op} (only one reduction per kernel is supported)")
             reduction = node
+        elif node.op in ir.STANDALONE_OPS:
+            # A standalone op (kforge.engine.standalone) starts its kernel; pointwise work on its result may
+            # follow it there, as an epilogue, where the backend writes one.
+            if reduction is not None or pre:
+                raise cannot_lower(f"{node.op} (after other work in its kernel)")
+            reduction = node
         elif node.op in ir.POINTWISE_OPS:
             (post if reduction is not None else pre).append(node)
         else:
@@ -120,6 +127,10 @@ def _check_single_reduction_structure(pre: list[ir.Node], reduction: ir.Node | N
         for extra in reduction.value_args[1:]:
             if extra not in leaves:
                 raise cannot_lower("layer_norm (with computed weight or bias)")
+    if reduction.op in ir.STANDALONE_OPS:
+        for node in post:
+            if node.shape != reduction.shape or node.op not in ir.POINTWISE_OPS:
+                raise cannot_lower(f"{node.op} (after {reduction.op}, other than pointwise on its result's shape)")
     if reduction.op in ir.REDUCE_OPS or reduction.op in ir.INDEX_OPS:
         for node in post:
             if any(arg in pre_names for arg in node.value_args):

@@ -217,7 +217,7 @@ class _Cut:
                 groups[target].append(node)
             reads[target] |= sources - {target}
             group_of[node.name] = target
-            if node.name in forced or node.op in ir.STANDALONE_OPS:
+            if node.name in forced:
                 is_open[target] = False
         return groups
 

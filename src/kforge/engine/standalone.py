@@ -3,17 +3,21 @@
 Pooling windows, scans along a dim and triangular masks read their input in a pattern the fused epilogue
 kernels do not have (a window, a running value, an element's position), so the partitioner gives each its own
 kernel (`ir.STANDALONE_OPS`) and this module writes it: a whole solution file, in the form the backends write
-theirs (`compose` joins it with the others). Templates: `kforge/data/engine/standalone/`.
+theirs (`compose` joins it with the others). Templates: `kforge/data/engine/standalone/`. In Triton, pointwise
+work on the op's result (in its shape and dtype, reading inputs of that shape or of one element) is applied
+in the same kernel before its store (`EPILOGUE_KINDS`: `pool(x) * 3` is one launch, not two).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from kforge.engine import ir
 from kforge.engine.capture import cannot_lower
 from kforge.engine.construct import REFERENCE_CLASS, reference_source
+from kforge.engine.triton.emit import literal, spelled_expression, var
 from kforge.templating import template_environment
 
 # Configurations the Triton kernels are offered in, the default first.
@@ -39,8 +43,9 @@ def is_standalone(program: ir.Program) -> bool:
 def variants(program: ir.Program, problem_source: str, language: str,
              limit: int = 2) -> list[tuple[dict[str, Any], str]]:
     """(configuration, solution file) pairs for a one-op program, the default first; LoweringError otherwise."""
-    node = _the_op(program)
+    node, epilogue = _the_op(program)
     context = {**_context(node), **_binding(node, program)}
+    context["epilogue"] = _epilogue(node, epilogue, program, language, context["kind"]) if epilogue else None
     reference = reference_source(problem_source).strip()
     if language == "cpp":
         if node.dtype != "float32":
@@ -49,6 +54,9 @@ def variants(program: ir.Program, problem_source: str, language: str,
     if language != "triton":
         raise cannot_lower(f"{node.op} (no standalone kernel in {language})")
     environment = template_environment("kforge", "data/engine/standalone", trim_blocks=True)
+    # The launcher every generated Triton module shares (kforge/data/engine/triton/_helpers.j2)
+    direct_helper = str(template_environment("kforge", "data/engine/triton", trim_blocks=True)
+                        .get_template("_helpers.j2").module.direct()).strip()  # type: ignore[attr-defined]
     configs = list(TRITON_CONFIGS[context["kind"]])
     if context["kind"] == "attention" and node.dtype == "float32":
         # float32 accuracy either through tensor cores (three TF32 products) or plain FMAs, the former first
@@ -58,17 +66,68 @@ def variants(program: ir.Program, problem_source: str, language: str,
         text = ", ".join(f"{key}={value}" for key, value in config.items())
         extra = {"precision": f', input_precision="{config["precision"]}"'} if "precision" in config else {}
         found.append((dict(config), environment.get_template("triton.py.j2").render(
-            **{**context, **extra}, config=config, config_text=text, reference=reference)))
+            **{**context, **extra}, config=config, config_text=text, reference=reference,
+            direct_helper=direct_helper)))
     return found
 
 
-def _the_op(program: ir.Program) -> ir.Node:
+def _the_op(program: ir.Program) -> tuple[ir.Node, tuple[ir.Node, ...]]:
+    """The program's standalone op, reading inputs only, and the pointwise nodes after it (its epilogue)."""
     ops = [node for node in program.nodes if node.op not in ir.VIEW_OPS]
     inputs = {spec.name for spec in program.inputs}
-    if len(ops) != 1 or ops[0].op not in ir.STANDALONE_OPS or program.params or program.outputs != (ops[0].name,) \
-            or set(ops[0].value_args) != inputs or len(ops[0].value_args) != len(ops[0].args):
+    if not ops or ops[0].op not in ir.STANDALONE_OPS or program.params or program.outputs != (ops[-1].name,) \
+            or not set(ops[0].value_args) <= inputs or len(ops[0].value_args) != len(ops[0].args):
         raise cannot_lower("a standalone op with other work in its kernel", op=False)
-    return ops[0]
+    return ops[0], tuple(ops[1:])
+
+
+# The kinds whose Triton kernels apply an epilogue before they store (attention stores a tile: not yet).
+EPILOGUE_KINDS = ("pool", "scan", "mask", "flip")
+_FLOATS = ("float32", "float16", "bfloat16")
+
+
+def _epilogue(node: ir.Node, epilogue: tuple[ir.Node, ...], program: ir.Program, language: str,
+              kind: str) -> dict[str, Any]:
+    """What the Triton template needs to apply `epilogue` (pointwise nodes on the op's result, in its shape and
+    dtype) before the store: the tensors it reads (inputs of the result's shape, read where the result is
+    stored, or of one element), one line per node, the value stored. LoweringError where it cannot."""
+    if language != "triton" or kind not in EPILOGUE_KINDS:
+        raise cannot_lower("a standalone op with other work in its kernel", op=False)
+    if node.dtype not in _FLOATS:
+        raise cannot_lower(f"{node.op} in {node.dtype} followed by other work in its kernel", op=False)
+    position = {spec.name: index for index, spec in enumerate(program.inputs)}
+    computed = {node.name}
+    leaves: dict[str, dict[str, Any]] = {}
+    lines = []
+    for step in epilogue:
+        if step.op not in ir.POINTWISE_OPS or step.shape != node.shape or step.dtype != node.dtype:
+            raise cannot_lower(f"{step.op} after {node.op} (other than pointwise in its shape and dtype)", op=False)
+        operands = []
+        for arg in step.args:
+            if not isinstance(arg, str):
+                operands.append(literal(arg))
+                continue
+            if arg not in computed and arg not in leaves:
+                leaves[arg] = _epilogue_leaf(program, arg, node, kind, position)
+            operands.append(var(arg))
+        lines.append(f"{var(step.name)} = {spelled_expression(step, operands)}")
+        computed.add(step.name)
+    return {"leaves": list(leaves.values()), "lines": lines, "value": var(node.name),
+            "result": var(epilogue[-1].name)}
+
+
+def _epilogue_leaf(program: ir.Program, name: str, node: ir.Node, kind: str,
+                   position: dict[str, int]) -> dict[str, Any]:
+    spec = program.spec(name)
+    if name not in position or spec.dtype not in _FLOATS:
+        raise cannot_lower(f"{node.op} followed by work on {name!r} (only float inputs are read there)", op=False)
+    full = tuple(spec.shape) == tuple(node.shape)
+    if not full and math.prod(spec.shape) != 1:
+        raise cannot_lower(f"{node.op} followed by work on a value broadcast to its shape", op=False)
+    python = f"a{position[name]}"
+    if full:
+        python += f".movedim({node.attr('dim')}, -1).contiguous()" if kind == "scan" else ".contiguous()"
+    return {"arg": "e" + var(name)[1:], "var": var(name), "full": full, "python": python}
 
 
 def _binding(node: ir.Node, program: ir.Program) -> dict[str, Any]:
