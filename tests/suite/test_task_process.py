@@ -13,7 +13,7 @@ import pytest
 
 from kforge.suite.runner import task_row
 from kforge.suite.task import TaskSpec
-from kforge.suite.task_process import TaskProcess
+from kforge.suite.task_process import TaskProcess, TaskProcessClosed
 from kforge.verify.evaluate import EvalOptions
 from tests.conftest import CANDIDATES, PROBLEMS
 
@@ -71,3 +71,32 @@ def test_a_job_whose_process_is_killed_runs_again_in_a_fresh_one(tmp_path: Path)
         tasks.close()
     assert killed, "the job ended before it could be killed"
     assert row.status == "solved" and row.tries == 2, (row.status, row.tries, row.reason)
+
+
+@pytest.mark.slow
+def test_closing_the_process_under_a_running_job_ends_the_job_without_a_row(tmp_path: Path) -> None:
+    # What Ctrl-C does to a suite: the main thread closes every slot's process while a thread waits on a job. The
+    # job must end with TaskProcessClosed (its problem stays to do), not a crash, a row, or a fresh process.
+    tasks = TaskProcess({"OMP_NUM_THREADS": "1"}, tmp_path / "slot.log")
+    log = tmp_path / "job.log"
+    closed = threading.Event()
+
+    def close_once_started() -> None:
+        for _ in range(1200):
+            if tasks.pid is not None and log.exists() and "s  " in log.read_text():
+                tasks.close()
+                closed.set()
+                return
+            threading.Event().wait(0.05)
+
+    closer = threading.Thread(target=close_once_started)
+    closer.start()
+    try:
+        with pytest.raises(TaskProcessClosed):
+            task_row(judge(LEAKY, HONEST), "cpu 0", tasks, log)
+    finally:
+        closer.join()
+    assert closed.is_set(), "the job ended before the process could be closed"
+    assert tasks.pid is None
+    with pytest.raises(TaskProcessClosed):  # and nothing starts again in it
+        task_row(judge(LEAKY, HONEST), "cpu 0", tasks, log)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from kforge.suite.discover import FoundProblem
 from kforge.suite.results import ResultsFile, SuiteRow, Summary, summarize, write_summary
 from kforge.suite.task import TaskSpec
-from kforge.suite.task_process import TaskProcess
+from kforge.suite.task_process import TaskProcess, TaskProcessClosed
 from kforge.verify.device_lock import ENV as LOCK_ENV
 
 if TYPE_CHECKING:
@@ -165,6 +165,8 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
 
             try:
                 row = current.run(make_spec(problem), show)
+            except TaskProcessClosed:  # the suite is stopping (Ctrl-C): this problem stays to do
+                return
             except SlotLost as lost:
                 with progress.lock:
                     progress.running.pop(slot_name, None)

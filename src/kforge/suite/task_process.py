@@ -21,6 +21,10 @@ from pathlib import Path
 _POLL_S = 0.5
 
 
+class TaskProcessClosed(RuntimeError):
+    """The task process was closed while a job ran in it (the suite is stopping): the job has no result."""
+
+
 class TaskProcess:
     """One kept task process with `environment` (the slot's), its own output in `log`; started on first use."""
 
@@ -30,6 +34,7 @@ class TaskProcess:
         self._process: subprocess.Popen[bytes] | None = None
         self._replies: int | None = None
         self._pending = b""
+        self._closed = False
 
     @property
     def pid(self) -> int | None:
@@ -39,7 +44,7 @@ class TaskProcess:
     def run(self, spec_file: Path, row_file: Path, log: Path, watch: Callable[[], None] | None = None) -> int | None:
         """Run one job (its row written to `row_file`, its events to `log`), calling `watch` about twice a second
         while it runs; None when the process answered, else its exit status (it is gone: the next job starts
-        another)."""
+        another). TaskProcessClosed when `close` is called before or while it runs."""
         process = self._started()
         assert process.stdin is not None and self._replies is not None
         job = json.dumps({"spec": str(spec_file), "row": str(row_file), "log": str(log)}) + "\n"
@@ -51,9 +56,17 @@ class TaskProcess:
         while True:
             if watch:
                 watch()
-            ready, _, _ = select.select([self._replies], [], [], _POLL_S)
+            replies = self._replies
+            if self._closed or replies is None:
+                raise TaskProcessClosed("the task process was closed while its job ran")
+            try:
+                ready, _, _ = select.select([replies], [], [], _POLL_S)
+                data = os.read(replies, 4096) if ready else b""
+            except (OSError, ValueError):  # closed under us, between the test above and the read
+                if self._closed:
+                    raise TaskProcessClosed("the task process was closed while its job ran") from None
+                raise
             if ready:
-                data = os.read(self._replies, 4096)
                 if not data:
                     return self._lost()
                 self._pending += data
@@ -64,7 +77,9 @@ class TaskProcess:
                 return self._lost()
 
     def close(self) -> None:
-        """End the process: its input closed, it finishes and exits; killed if it does not within seconds."""
+        """End the process: its input closed, it finishes and exits; killed if it does not within seconds. A job
+        running in it meanwhile (another thread's `run`) ends with TaskProcessClosed; none starts afterwards."""
+        self._closed = True
         process, self._process = self._process, None
         if process is None:
             return
@@ -79,6 +94,8 @@ class TaskProcess:
         self._close_replies()
 
     def _started(self) -> subprocess.Popen[bytes]:
+        if self._closed:
+            raise TaskProcessClosed("the task process was closed")
         if self._process is not None and self._process.poll() is None:
             return self._process
         self._lost()
