@@ -2,6 +2,7 @@
 
     python benchmarks/gpu_host_probe.py launch [--examples gated_channel_scale linear_gelu_tanh]
     python benchmarks/gpu_host_probe.py pinning [--example linear_gelu_tanh] [--repeats 5]
+    python benchmarks/gpu_host_probe.py direct [--problems benchmarks/engine_suite/pool_avg2d_stride_pad.py ...]
 
 `launch`: for each example, the reference (eager), its CUDA C++ and Triton solutions and the builtin
 engine's default Triton variant, four figures per forward, in microseconds:
@@ -10,6 +11,11 @@ engine's default Triton variant, four figures per forward, in microseconds:
   device   device events around one call queued behind a 0.2 ms spin, so the host has finished issuing
            before the device reaches it: the device's own time for the call;
   harness  what the harness measures: synchronize, event, call, event, synchronize (median of 200).
+
+`direct`: for each problem, eager and the builtin engine's default Triton variant twice: as generated (each
+kernel launched through its compiled launcher once compiled, `_Direct`) and with the `@_direct` lines removed
+(every launch through Triton's `kernel[grid](...)`), with the same four figures and the largest difference
+of either variant's output from eager's.
 
 `pinning`: the harness's own evaluation (kforge.verify.evaluate, no baselines) repeated on one solution
 with the worker unpinned, pinned to one CPU next to the GPU, and pinned to all the CPUs next to it; the
@@ -110,6 +116,38 @@ def launch(examples: list[str]) -> None:
                       f"{row['harness']:>8.1f}", flush=True)
 
 
+def direct(problems: list[str]) -> None:
+    import torch
+
+    from kforge.engine.propose import propose
+    from kforge.problem import load_problem
+
+    print(f"{'problem':<34} {'forward':<14} {'issue':>7} {'stream':>7} {'device':>7} {'harness':>8} {'max diff':>9}")
+    with tempfile.TemporaryDirectory() as scratch, torch.no_grad():
+        for index, path in enumerate(map(Path, problems)):
+            problem = _load(path, f"probe_problem_{index}")
+            source = propose(load_problem(path), "triton", limit=1).variants[0].source
+            files = {"direct": source, "triton launch": "".join(
+                line for line in source.splitlines(keepends=True) if not line.startswith("@_direct"))}
+            contenders: list[tuple[str, Any]] = [("eager", problem.Model)]
+            for label, text in files.items():
+                file = Path(scratch) / f"{path.stem}_{label.replace(' ', '_')}.py"
+                file.write_text(text)
+                contenders.append((label, _load(file, f"probe_{index}_{label.replace(' ', '_')}").ModelNew))
+            inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in problem.get_inputs()]
+            expected = None
+            for label, cls in contenders:
+                torch.manual_seed(0)
+                model = cls(*problem.get_init_inputs()).cuda()
+                out = model(*inputs)
+                out = (out[0] if isinstance(out, (tuple, list)) else out).float()
+                expected = out if expected is None else expected
+                row = _figures(lambda model=model, inputs=inputs: model(*inputs))
+                print(f"{path.stem[:34]:<34} {label:<14} {row['issue']:>7.1f} {row['stream']:>7.1f} "
+                      f"{row['device']:>7.1f} {row['harness']:>8.1f} {(out - expected).abs().max().item():>9.1e}",
+                      flush=True)
+
+
 def _gpu_local_cpus() -> list[int]:
     """CPUs on the GPU's NUMA node that this process may run on (all allowed CPUs if sysfs does not say)."""
     allowed = sorted(os.sched_getaffinity(0))
@@ -173,15 +211,20 @@ def pinning(example: str, repeats: int, wanted: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("launch", "pinning"))
+    parser.add_argument("what", choices=("launch", "pinning", "direct"))
     parser.add_argument("--examples", nargs="+", default=["gated_channel_scale", "linear_gelu_tanh"])
     parser.add_argument("--example", default="linear_gelu_tanh")
+    parser.add_argument("--problems", nargs="+", default=[
+        str(ROOT / "benchmarks" / "engine_suite" / f"{name}.py") for name in
+        ("pool_avg2d_stride_pad", "move_flip_symmetrize", "epilogue_linear_softplus_gain", "net_lenet_classifier")])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--modes", nargs="+", default=["unpinned", "one-cpu", "gpu-node"],
                         help="pinning modes to run: unpinned, one-cpu, gpu-node")
     args = parser.parse_args()
     if args.what == "launch":
         launch(args.examples)
+    elif args.what == "direct":
+        direct(args.problems)
     else:
         pinning(args.example, args.repeats, args.modes)
     sys.stdout.flush()
