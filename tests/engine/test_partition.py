@@ -241,3 +241,23 @@ def test_a_partitioned_solution_is_the_same_text_under_any_hash_seed() -> None:
     digests = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(digests) == 1
+
+
+def test_helpers_the_kernels_share_are_written_once() -> None:
+    source = propose(load_problem(FOLDER / "graph_mlp_two_heads.py"), "triton", limit=1).variants[0].source
+    assert source.count("class _Direct") == 1 and source.count("def _direct(") == 1
+    assert source.count("@_direct\n@triton.jit") == source.count("@triton.jit") >= 4
+
+
+def test_a_helper_reading_a_kernels_own_definition_is_not_shared() -> None:
+    from kforge import pyparse
+    from kforge.engine.compose import _common_helpers
+
+    def files(second_kernel: str) -> list:
+        launch = "def _launch(x):\n    return _kernel(x)\n"
+        return [pyparse.parse("def _kernel(x):\n    return x + 1\n" + launch),
+                pyparse.parse(f"def _kernel(x):\n    return {second_kernel}\n" + launch)]
+
+    # _launch reads each file's own _kernel: written once, it would call the first file's in both.
+    assert _common_helpers(files("x + 2"), set()) == set()
+    assert _common_helpers(files("x + 1"), set()) == {"_kernel", "_launch"}

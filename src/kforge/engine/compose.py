@@ -6,7 +6,8 @@ problem. This module joins those files into one:
 - the reference's constructor once at the top, and one `_Reference` built once by `ModelNew`, handed to every
   kernel (so every kernel reads the same parameters the harness seeded);
 - each kernel's own module-level code (Triton kernels, helpers) with its names suffixed `_k<i>`, and its
-  `ModelNew` as the class `_Kernel<i>`;
+  `ModelNew` as the class `_Kernel<i>`; helpers that several kernels define alike (the launcher, `_pow2`)
+  once, under their own names;
 - for C++, the kernels' sources joined into one extension (each in `namespace k<i>`, bound as `k<i>_<name>`),
   so the compiler runs once for the whole forward;
 - `ModelNew.forward`: each step in order; views between kernels as `reshape`/`narrow` on their values.
@@ -22,6 +23,7 @@ import ast
 import hashlib
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kforge import pyparse
@@ -54,7 +56,9 @@ def compose(parts: Partition, sources: list[str], problem_source: str, doc: str)
         raise CompositionError(f"{len(kernels)} kernels, {len(sources)} sources")
     reference = reference_source(problem_source)
     shared = {ast.dump(statement) for statement in pyparse.parse(reference).body}
-    pieces = [_piece(index, source, shared) for index, source in enumerate(sources)]
+    common = _common_helpers([pyparse.parse(source) for source in sources], shared)
+    emitted: set[str] = set()
+    pieces = [_piece(index, source, shared, common, emitted) for index, source in enumerate(sources)]
     imports = list(dict.fromkeys(line for piece in pieces for line in piece.imports))
     blocks = [f'"""{doc}\n"""', "\n".join(imports), "# ---- the reference's constructor, once: every kernel "
               "reads the parameters it holds (it computes nothing) ----\n" + reference.strip()]
@@ -70,11 +74,46 @@ def compose(parts: Partition, sources: list[str], problem_source: str, doc: str)
 
 # ---- one kernel's file ----------------------------------------------------------------------------------------
 
-def _piece(index: int, source: str, shared: set[str]) -> _Piece:
+def _common_helpers(trees: list[ast.Module], shared: set[str]) -> set[str]:
+    """Top-level names that two or more kernels' files define by the same statement (the launcher, `_pow2`...),
+    and every file defining them defines them so, reading no name of its own that is not common too: those
+    are written once, under their own names, where they first appear."""
+    definitions: dict[str, set[str]] = {}
+    reads: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for tree in trees:
+        own = _top_level_names(tree, shared) - {"ModelNew", "_CPP", "_ext"}
+        for statement in tree.body:
+            name = _defined_name(statement)
+            if name is None or name not in own:
+                continue
+            definitions.setdefault(name, set()).add(ast.dump(statement))
+            counts[name] = counts.get(name, 0) + 1
+            reads.setdefault(name, set()).update(
+                node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and node.id in own)
+    common = {name for name, dumps in definitions.items() if len(dumps) == 1 and counts[name] > 1}
+    while True:  # a helper reading one of its file's own names that is not common is not common either
+        kept = {name for name in common if reads[name] - {name} <= common}
+        if kept == common:
+            return common
+        common = kept
+
+
+def _defined_name(statement: ast.stmt) -> str | None:
+    if isinstance(statement, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+        return statement.name
+    return _assigned_name(statement)
+
+
+def _piece(index: int, source: str, shared: set[str], common: AbstractSet[str] = frozenset(),
+           emitted: set[str] | None = None) -> _Piece:
+    """One kernel's file: its own names suffixed `_k<index>`, except the `common` helpers, each kept only where
+    it first appears (`emitted` records them across the files)."""
     tree = pyparse.parse(source)
     lines = source.splitlines(keepends=True)
     suffix = f"_k{index}"
-    own_names = _top_level_names(tree, shared)
+    emitted = set() if emitted is None else emitted
+    own_names = _top_level_names(tree, shared) - common
     piece = _Piece(imports=[], code="")
     chunks: list[str] = []
     start = 0
@@ -88,6 +127,11 @@ def _piece(index: int, source: str, shared: set[str]) -> _Piece:
             continue
         if ast.dump(statement) in shared:
             continue
+        defined = _defined_name(statement)
+        if defined in common:
+            if defined in emitted:
+                continue
+            emitted.add(defined)
         target = _assigned_name(statement)
         if target == "_CPP":
             piece.cpp = str(ast.literal_eval(statement.value))  # type: ignore[attr-defined]
