@@ -261,3 +261,16 @@ def test_a_helper_reading_a_kernels_own_definition_is_not_shared() -> None:
     # _launch reads each file's own _kernel: written once, it would call the first file's in both.
     assert _common_helpers(files("x + 2"), set()) == set()
     assert _common_helpers(files("x + 1"), set()) == {"_kernel", "_launch"}
+
+
+def test_a_standalone_epilogue_reads_an_operand_that_broadcasts_on_another_input_set(tmp_path: Path) -> None:
+    # Captured with `shift` in the pooled shape; the second input set gives it per channel. The kernel reads the
+    # operand laid out in the output's shape on each call, so both sets are right.
+    pytest.importorskip("triton", reason="Triton is not installed")
+    problem = FOLDER / "pool_plus_operand.py"
+    found = propose(load_problem(problem), "triton", limit=1)
+    assert found.kernels == 1 and "_operand(a1, out.shape)" in found.variants[0].source
+    path = tmp_path / "solution.py"
+    path.write_text(found.variants[0].source)
+    verdict = evaluate(problem, path, fast_options(language="triton", trials=2))
+    assert verdict.verdict == Outcome.CORRECT, verdict.reason

@@ -89,8 +89,8 @@ _FLOATS = ("float32", "float16", "bfloat16")
 def _epilogue(node: ir.Node, epilogue: tuple[ir.Node, ...], program: ir.Program, language: str,
               kind: str) -> dict[str, Any]:
     """What the Triton template needs to apply `epilogue` (pointwise nodes on the op's result, in its shape and
-    dtype) before the store: the tensors it reads (inputs of the result's shape, read where the result is
-    stored, or of one element), one line per node, the value stored. LoweringError where it cannot."""
+    dtype) before the store: the tensors it reads (inputs of the result's shape or of one element, read where
+    the result is stored), one line per node, the value stored. LoweringError where it cannot."""
     if language != "triton" or kind not in EPILOGUE_KINDS:
         raise cannot_lower("a standalone op with other work in its kernel", op=False)
     if node.dtype not in _FLOATS:
@@ -118,16 +118,18 @@ def _epilogue(node: ir.Node, epilogue: tuple[ir.Node, ...], program: ir.Program,
 
 def _epilogue_leaf(program: ir.Program, name: str, node: ir.Node, kind: str,
                    position: dict[str, int]) -> dict[str, Any]:
+    """An input the epilogue reads, laid out in the result's shape on each call (`_operand`: itself where it
+    already is, so any input shape that broadcasts is right, not only the captured one)."""
     spec = program.spec(name)
     if name not in position or spec.dtype not in _FLOATS:
         raise cannot_lower(f"{node.op} followed by work on {name!r} (only float inputs are read there)", op=False)
-    full = tuple(spec.shape) == tuple(node.shape)
-    if not full and math.prod(spec.shape) != 1:
+    if tuple(spec.shape) != tuple(node.shape) and math.prod(spec.shape) != 1:
         raise cannot_lower(f"{node.op} followed by work on a value broadcast to its shape", op=False)
-    python = f"a{position[name]}"
-    if full:
-        python += f".movedim({node.attr('dim')}, -1).contiguous()" if kind == "scan" else ".contiguous()"
-    return {"arg": "e" + var(name)[1:], "var": var(name), "full": full, "python": python}
+    if kind == "scan":  # laid out as the scan's rows are
+        python = f"_operand(a{position[name]}, x.shape).movedim({node.attr('dim')}, -1).contiguous()"
+    else:
+        python = f"_operand(a{position[name]}, out.shape)"
+    return {"arg": "e" + var(name)[1:], "var": var(name), "python": python}
 
 
 def _binding(node: ir.Node, program: ir.Program) -> dict[str, Any]:
