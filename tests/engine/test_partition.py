@@ -267,7 +267,14 @@ def test_a_standalone_epilogue_reads_an_operand_that_broadcasts_on_another_input
     # Captured with `shift` in the pooled shape; the second input set gives it per channel. The kernel reads the
     # operand laid out in the output's shape on each call, so both sets are right.
     pytest.importorskip("triton", reason="Triton is not installed")
-    problem = FOLDER / "pool_plus_operand.py"
+    problem = tmp_path / "pool_plus_operand.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x, shift):\n"
+        "        return F.avg_pool2d(x, kernel_size=2) + shift\n\n\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 8, 10), torch.randn(2, 3, 4, 5)]\n\n\n"
+        "def get_input_variants():\n    return [[torch.randn(2, 3, 8, 10), torch.randn(1, 3, 1, 1)]]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
     found = propose(load_problem(problem), "triton", limit=1)
     assert found.kernels == 1 and "_operand(a1, out.shape)" in found.variants[0].source
     path = tmp_path / "solution.py"
