@@ -8,7 +8,9 @@ of floating-point sums), and the partitioner cuts the result into kernels where 
   (a mean of equal-sized means is the mean; a logsumexp of logsumexps is the logsumexp);
 - batch norm: `(x - mean) * rsqrt(var + eps) * weight + bias` over the channel dim (dim 1), with the running
   statistics in evaluation mode and the batch's own (mean, biased variance) in training mode, as the reference
-  normalizes; the running statistics' update, which the output does not depend on, is not reproduced;
+  normalizes: those come from one `moments` node (a kernel of its own, reading each channel twice: its mean,
+  then its squared deviations), the rest is pointwise; the running statistics' update, which the output does
+  not depend on, is not reproduced;
 - group norm (and instance norm, one group per channel): the input viewed as (batch, groups, rest), a layer
   norm over the rest without weights, viewed back, then the per-channel affine.
 """
@@ -101,23 +103,51 @@ def batch_norm(builder: Builder, name: str, x: str, *, running: tuple[str, str] 
     rank, static, shape = len(spec.shape), _static(spec), spec.shape
     if rank < 2:
         raise ValueError("batch norm needs (batch, channels, ...)")
+    if running is None:
+        return _batch_norm_training(builder, name, x, weight=weight, bias=bias, eps=eps)
     plain = name if weight is None and bias is None else f"{name}_normed"
-    if running is not None:
-        mean = _per_channel(builder, f"{name}_mean", running[0], rank)
-        var = _per_channel(builder, f"{name}_var", running[1], rank)
-        centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
-    else:
-        dims = [0, *range(2, rank)]
-        mean = reduce_dims(builder, f"{name}_mean", "mean", x, dims, keepdim=True)
-        centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
-        squared = builder.add(f"{name}_squared", "square", (centered,), shape, spec.dtype, static)
-        var = reduce_dims(builder, f"{name}_var", "mean", squared, dims, keepdim=True)
-    var_spec = builder.value(var)
+    mean = _per_channel(builder, f"{name}_mean", running[0], rank)
+    var = _per_channel(builder, f"{name}_var", running[1], rank)
+    centered = builder.add(f"{name}_centered", "sub", (x, mean), shape, spec.dtype, static)
+    normed = _scaled_by_inv_std(builder, name, plain, centered, var, eps)
+    return _affine(builder, name, normed, weight, bias)
+
+
+def _scaled_by_inv_std(builder: Builder, name: str, result: str, centered: str, var: str, eps: float) -> str:
+    """`centered * rsqrt(var + eps)`, named `result`."""
+    var_spec, spec = builder.value(var), builder.value(centered)
     shifted = builder.add(f"{name}_var_eps", "add", (var, float(eps)), var_spec.shape, var_spec.dtype,
                           _static(var_spec))
     scale = builder.add(f"{name}_inv_std", "rsqrt", (shifted,), var_spec.shape, var_spec.dtype, _static(var_spec))
-    normed = builder.add(plain, "mul", (centered, scale), shape, spec.dtype, static)
-    return _affine(builder, name, normed, weight, bias)
+    return builder.add(result, "mul", (centered, scale), spec.shape, spec.dtype, _static(spec))
+
+
+def _batch_norm_training(builder: Builder, name: str, x: str, *, weight: str | None, bias: str | None,
+                         eps: float) -> str:
+    """Batch norm with the batch's own statistics: one `moments` kernel for every channel's mean and variance
+    (float32, read back through views), then pointwise work in float32, narrowed to x's dtype at the end (as
+    torch computes a half-precision batch norm)."""
+    spec = builder.value(x)
+    rank, static, shape = len(spec.shape), _static(spec), spec.shape
+    channels = shape[1]
+    moments = builder.add(f"{name}_moments", "moments", (x,), (2, channels), "float32", (True, static[1]))
+    kept = (1, channels) + (1,) * (rank - 2)
+    kept_static = (True, static[1]) + (True,) * (rank - 2)
+    stats = []
+    for row, label in enumerate(("mean", "var")):
+        picked = builder.add(f"{name}_{label}_row", "slice", (moments,), (1, channels), "float32",
+                             (True, static[1]), dim=0, start=row, stop=row + 1, step=1)
+        stats.append(builder.add(f"{name}_{label}", "view", (picked,), kept, "float32", kept_static, shape=kept))
+    wide = x if spec.dtype == "float32" else builder.add(f"{name}_wide", "cast", (x,), shape, "float32", static)
+    narrow = spec.dtype != "float32"
+    affine = weight is not None or bias is not None
+    centered = builder.add(f"{name}_centered", "sub", (wide, stats[0]), shape, "float32", static)
+    plain = f"{name}_normed" if affine or narrow else name
+    normed = _scaled_by_inv_std(builder, name, plain, centered, stats[1], eps)
+    result = _affine(builder, f"{name}_affine" if narrow else name, normed, weight, bias) if affine else normed
+    if narrow:
+        result = builder.add(name, "cast", (result,), shape, spec.dtype, static)
+    return result
 
 
 def group_norm(builder: Builder, name: str, x: str, *, groups: int, weight: str | None, bias: str | None,

@@ -45,6 +45,9 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
 - `cumsum`/`cumprod`/`cummax` (values only): `dim`; `tril`/`triu`: `diagonal`, `fill` (what the cut-off part
   becomes: 0.0, or -inf for an attention mask); `cat`: `dim`, args the tensors joined;
 - `flip`: `dims` (non-negative; at most four dims in all);
+- `moments`: args `(x)`, x of shape (batch, channels, ...): each channel's mean and biased variance over every
+  other dim, as a float32 value of shape (2, channels) (row 0 the means, row 1 the variances): a batch norm's
+  statistics in training mode, in one kernel;
 - `attention`: args `(q, k, v)`, attrs `scale` (float), `causal` (bool): softmax(q k^T * scale) v over the
   last two dims, the causal mask keeping key j <= query i;
 - `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
@@ -107,7 +110,9 @@ SCAN_OPS = ("cumsum", "cumprod", "cummax")
 MASK_OPS = ("tril", "triu")
 ATTENTION_OPS = ("attention",)
 REORDER_OPS = ("flip",)
-STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS + REORDER_OPS
+# Per-channel statistics over every dim but dim 1 (batch norm in training mode).
+MOMENT_OPS = ("moments",)
+STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS + REORDER_OPS + MOMENT_OPS
 # Data movement the composed forward does in Python between kernels.
 COPY_OPS = ("cat",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
@@ -372,6 +377,10 @@ def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
         return torch.cat(args, dim=node.attr("dim"))
     if op == "flip":
         return torch.flip(x, node.attr("dims"))
+    if op == "moments":
+        dims = [0, *range(2, x.dim())]
+        var, mean = torch.var_mean(x.float(), dim=dims, correction=0)
+        return torch.stack([mean, var])
     if op in SCAN_OPS:
         dim = node.attr("dim")
         return torch.cummax(x, dim).values if op == "cummax" else getattr(torch, op)(x, dim)

@@ -1,7 +1,8 @@
 """Standalone kernels: ops that make a kernel of their own, for the C++ and Triton backends.
 
-Pooling windows, scans along a dim and triangular masks read their input in a pattern the fused epilogue
-kernels do not have (a window, a running value, an element's position), so the partitioner gives each its own
+Pooling windows, scans along a dim, triangular masks and per-channel statistics read their input in a pattern
+the fused epilogue kernels do not have (a window, a running value, an element's position, a channel across
+the batch), so the partitioner gives each its own
 kernel (`ir.STANDALONE_OPS`) and this module writes it: a whole solution file, in the form the backends write
 theirs (`compose` joins it with the others). Templates: `kforge/data/engine/standalone/`. In Triton, pointwise
 work on the op's result (in its shape and dtype, reading inputs of that shape or of one element) is applied
@@ -26,12 +27,13 @@ TRITON_CONFIGS: dict[str, tuple[dict[str, int], ...]] = {
     "scan": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "mask": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "flip": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
+    "moments": ({"BLOCK": 4096, "num_warps": 8}, {"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 8192, "num_warps": 16}),
     "attention": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2},
                   {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
                   {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}),
 }
 _KINDS = {**{op: "pool" for op in ir.WINDOW_OPS}, **{op: "scan" for op in ir.SCAN_OPS},
-          **{op: "mask" for op in ir.MASK_OPS}, "attention": "attention", "flip": "flip"}
+          **{op: "mask" for op in ir.MASK_OPS}, "attention": "attention", "flip": "flip", "moments": "moments"}
 _OPERANDS = {"attention": ("q", "k", "v")}  # what the templates call an op's operands (one operand: x)
 
 
@@ -166,6 +168,8 @@ def _context(node: ir.Node) -> dict[str, Any]:
         rank = len(node.shape)
         context.update(flipped=[4 - rank + d for d in node.attr("dims")],
                        summary=f"flip along dims {node.attr('dims')}")
+    elif kind == "moments":
+        context["summary"] = "each channel's mean and biased variance over every other dim (batch statistics)"
     elif kind == "attention":
         context.update(scale=repr(float(node.attr("scale"))), causal=bool(node.attr("causal")),
                        precision=', input_precision="ieee"' if node.dtype == "float32" else "",

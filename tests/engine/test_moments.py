@@ -1,0 +1,126 @@
+"""Batch statistics (`moments`): a batch norm in training mode as one statistics kernel and one pointwise kernel.
+
+The op's meaning is checked against torch on odd shapes; the cut is checked for what it is (two kernels, the
+statistics read back through views in Python); the kernels it writes are judged by the real harness in C++, in
+Triton's CPU interpreter, and (marked gpu) on CUDA, with float32 and bfloat16 problems and their other input sets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kforge.engine import ir
+from kforge.engine.capture import capture
+from kforge.engine.partition import partition
+from kforge.engine.propose import propose
+from kforge.problem import load_problem
+from kforge.verify.evaluate import evaluate
+from kforge.verify.verdict import Outcome
+from tests.conftest import PROBLEMS, fast_options
+
+FOLDER = PROBLEMS / "engine"
+
+BF16_PROBLEM = '''"""Batch norm in training mode of a bfloat16 image batch (module and input in bfloat16)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(channels)
+        self.to(torch.bfloat16)
+
+    def forward(self, x):
+        return self.norm(x) * 0.5
+
+
+def get_inputs():
+    return [(torch.randn(4, 6, 5, 7) * 2.0 + 3.0).to(torch.bfloat16)]
+
+
+def get_input_variants():
+    return [[torch.randn(3, 6, 9, 2).to(torch.bfloat16)]]
+
+
+def get_init_inputs():
+    return [6]
+'''
+
+
+@pytest.mark.parametrize("shape", [(7, 3), (5, 4, 9), (2, 3, 5, 7), (3, 2, 1, 4, 5), (1, 6, 1)])
+def test_moments_are_each_channels_mean_and_biased_variance(shape: tuple[int, ...]) -> None:
+    x = torch.randn(shape, dtype=torch.float64) * 3 + 1
+    node = ir.Node("m", "moments", ("x",), (2, shape[1]))
+    got = ir.apply(node, [x])
+    dims = [0, *range(2, len(shape))]
+    assert got.shape == (2, shape[1]) and got.dtype == torch.float32
+    torch.testing.assert_close(got[0], x.mean(dims).float())
+    torch.testing.assert_close(got[1], x.var(dims, correction=0).float())
+
+
+def test_a_training_batch_norm_is_its_statistics_kernel_then_one_pointwise_kernel() -> None:
+    parts = partition(capture(load_problem(FOLDER / "graph_batchnorm2d_train.py")).program)
+    assert parts.summary() == "conv2d | moments | slice | slice | view | view | sub+add+rsqrt+mul+mul+add+relu"
+    normalize = parts.kernels[-1].program
+    stats = [spec for spec in normalize.inputs if spec.name.endswith(("_mean", "_var"))]
+    assert [spec.shape for spec in stats] == [(1, 5, 1, 1), (1, 5, 1, 1)]  # per channel, broadcast in the kernel
+
+
+def test_a_half_precision_batch_norm_normalizes_in_float32_and_narrows_at_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "bf16.py"
+    path.write_text(BF16_PROBLEM)
+    program = partition(capture(load_problem(path)).program).graph
+    by_name = {node.name: node for node in program.nodes}
+    [moments] = [node for node in program.nodes if node.op == "moments"]
+    assert moments.dtype == "float32"
+    centered = next(node for node in program.nodes if node.op == "sub")
+    assert centered.dtype == "float32" and by_name[str(centered.args[0])].op == "cast"
+    assert by_name[program.outputs[0]].dtype == "bfloat16"
+
+
+@pytest.mark.parametrize("name", ["norm_batch_norm1d_train", "norm_batch_norm2d_train"])
+def test_the_suites_training_batch_norms_are_two_kernels(name: str) -> None:
+    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "engine_suite"
+    for language in ("cpp", "triton"):
+        assert propose(load_problem(suite / f"{name}.py"), language, limit=1).kernels == 2
+
+
+def _judged(problem: Path, language: str, platform: str, tmp_path: Path) -> None:
+    found = propose(load_problem(problem), language, limit=3)
+    assert found.kernels >= 2
+    for index, variant in enumerate(found.variants):
+        path = tmp_path / f"solution_{language}_{index}.py"
+        path.write_text(variant.source)
+        verdict = evaluate(problem, path, fast_options(platform=platform, language=language, trials=2))
+        assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{variant.source}"
+
+
+@pytest.mark.parametrize("name", ["graph_batchnorm1d_train_rows", "bf16"])
+def test_training_batch_norms_are_correct_in_the_triton_interpreter(tmp_path: Path, name: str) -> None:
+    pytest.importorskip("triton", reason="Triton is not installed")
+    problem = FOLDER / f"{name}.py"
+    if name == "bf16":
+        problem = tmp_path / "bf16.py"
+        problem.write_text(BF16_PROBLEM)
+    _judged(problem, "triton", "cpu", tmp_path)
+
+
+@pytest.mark.slow
+def test_a_half_precision_training_batch_norm_is_correct_in_cpp(tmp_path: Path) -> None:
+    problem = tmp_path / "bf16.py"
+    problem.write_text(BF16_PROBLEM)
+    _judged(problem, "cpp", "cpu", tmp_path)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["graph_batchnorm1d_train_rows", "graph_batchnorm2d_train", "bf16"])
+def test_training_batch_norms_are_correct_on_the_gpu(tmp_path: Path, name: str) -> None:
+    problem = FOLDER / f"{name}.py"
+    if name == "bf16":
+        problem = tmp_path / "bf16.py"
+        problem.write_text(BF16_PROBLEM)
+    _judged(problem, "triton", "cuda", tmp_path)
