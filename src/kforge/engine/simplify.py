@@ -10,7 +10,7 @@ them. Each rule is tested on random inputs against `ir.evaluate` in tests/engine
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kforge.engine import ir
 
@@ -19,8 +19,14 @@ Rule = Callable[[ir.Program], "ir.Program | None"]
 
 def simplify(program: ir.Program) -> ir.Program:
     """`program` with every rule applied until none applies, and dead nodes removed."""
-    for _ in range(100):
-        for rule in RULES:
+    return rewrite_until_fixed(program, RULES, rounds=100)
+
+
+def rewrite_until_fixed(program: ir.Program, rules: Sequence[Rule], rounds: int) -> ir.Program:
+    """`program` rewritten by the first of `rules` that applies, dead nodes removed, until none applies (at most
+    `rounds` rewrites)."""
+    for _ in range(rounds):
+        for rule in rules:
             rewritten = rule(program)
             if rewritten is not None:
                 program = remove_dead(rewritten)
