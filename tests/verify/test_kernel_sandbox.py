@@ -256,3 +256,18 @@ def test_what_comes_back_from_a_candidate_is_capped() -> None:
                       warnings=["w" * 10_000] * 100)
     assert len(verdict.reason) < MAX_REASON_CHARS + 100 and verdict.reason.endswith("more characters cut]")
     assert len(json.dumps(verdict.to_json_dict())) < 30_000
+
+
+def test_ninja_is_found_where_the_package_names_no_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A virtual environment that sees the ninja package in the base interpreter's site-packages gets an empty
+    `ninja.BIN_DIR`; the workers' PATH must still lead to a runnable ninja, not to a version manager's shim."""
+    ninja = pytest.importorskip("ninja")
+    from kforge.verify import sandbox_rules
+
+    monkeypatch.setattr(ninja, "BIN_DIR", "")
+    folders = sandbox_rules._ninja_dir()
+    assert folders, "no folder holding ninja was found"
+    program = Path(folders[0]) / "ninja"
+    version = subprocess.run([str(program), "--version"], capture_output=True, text=True, timeout=30,
+                             env={"PATH": os.defpath})
+    assert version.returncode == 0 and version.stdout.strip()[0].isdigit(), version.stderr

@@ -13,6 +13,7 @@ import shutil
 import site
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -140,10 +141,18 @@ def _compiler_prefixes() -> list[str]:
 
 
 def _ninja_dir() -> list[str]:
+    """The folder of the `ninja` program: the PyPI package's (a dependency of kforge), which names none from a
+    virtual environment that sees it in the base interpreter's site-packages; then the base interpreter's
+    scripts; then the PATH's."""
     try:
-        import ninja  # the PyPI package, a dependency of kforge
+        import ninja
 
-        return [str(ninja.BIN_DIR)]
+        folders = [str(ninja.BIN_DIR or "")]
     except (ImportError, AttributeError):
-        located = shutil.which("ninja")
-        return [str(Path(os.path.realpath(located)).parent)] if located else []
+        folders = []
+    folders.append(sysconfig.get_path("scripts", vars={"base": sys.base_prefix, "platbase": sys.base_prefix}))
+    for folder in folders:
+        if folder and os.access(Path(folder) / "ninja", os.X_OK):
+            return [folder]
+    located = shutil.which("ninja")
+    return [str(Path(os.path.realpath(located)).parent)] if located else []
