@@ -50,6 +50,36 @@ def get_init_inputs():
     return [6]
 '''
 
+# Few channels of many values: the statistics kernel splits each channel into parts (4000 values: three of
+# 1024 and one of 928 with 1024-value blocks, the second configuration) and joins them in a second kernel.
+PARTS_PROBLEM = '''"""Batch norm in training mode of three channels of 4000 values each, shifted far from zero."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(channels, affine=False)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 40, 50) * 0.5 + 100.0]
+
+
+def get_input_variants():
+    return [[torch.randn(3, 3, 33, 29) * 4.0 - 7.0]]
+
+
+def get_init_inputs():
+    return [3]
+'''
+
+WRITTEN = {"bf16": BF16_PROBLEM, "parts": PARTS_PROBLEM}
+
 
 @pytest.mark.parametrize("shape", [(7, 3), (5, 4, 9), (2, 3, 5, 7), (3, 2, 1, 4, 5), (1, 6, 1)])
 def test_moments_are_each_channels_mean_and_biased_variance(shape: tuple[int, ...]) -> None:
@@ -99,28 +129,32 @@ def _judged(problem: Path, language: str, platform: str, tmp_path: Path) -> None
         assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{variant.source}"
 
 
-@pytest.mark.parametrize("name", ["graph_batchnorm1d_train_rows", "bf16"])
+def _problem(name: str, tmp_path: Path) -> Path:
+    if name not in WRITTEN:
+        return FOLDER / f"{name}.py"
+    problem = tmp_path / f"{name}.py"
+    problem.write_text(WRITTEN[name])
+    return problem
+
+
+def test_few_channels_of_many_values_are_split_into_parts_and_joined(tmp_path: Path) -> None:
+    sources = [variant.source for variant in propose(load_problem(_problem("parts", tmp_path)), "triton",
+                                                     limit=3).variants]
+    assert "BLOCK=1024" in sources[1] and "_moments_combine" in sources[1]
+
+
+@pytest.mark.parametrize("name", ["graph_batchnorm1d_train_rows", "bf16", "parts"])
 def test_training_batch_norms_are_correct_in_the_triton_interpreter(tmp_path: Path, name: str) -> None:
     pytest.importorskip("triton", reason="Triton is not installed")
-    problem = FOLDER / f"{name}.py"
-    if name == "bf16":
-        problem = tmp_path / "bf16.py"
-        problem.write_text(BF16_PROBLEM)
-    _judged(problem, "triton", "cpu", tmp_path)
+    _judged(_problem(name, tmp_path), "triton", "cpu", tmp_path)
 
 
 @pytest.mark.slow
 def test_a_half_precision_training_batch_norm_is_correct_in_cpp(tmp_path: Path) -> None:
-    problem = tmp_path / "bf16.py"
-    problem.write_text(BF16_PROBLEM)
-    _judged(problem, "cpp", "cpu", tmp_path)
+    _judged(_problem("bf16", tmp_path), "cpp", "cpu", tmp_path)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["graph_batchnorm1d_train_rows", "graph_batchnorm2d_train", "bf16"])
+@pytest.mark.parametrize("name", ["graph_batchnorm1d_train_rows", "graph_batchnorm2d_train", "bf16", "parts"])
 def test_training_batch_norms_are_correct_on_the_gpu(tmp_path: Path, name: str) -> None:
-    problem = FOLDER / f"{name}.py"
-    if name == "bf16":
-        problem = tmp_path / "bf16.py"
-        problem.write_text(BF16_PROBLEM)
-    _judged(problem, "triton", "cuda", tmp_path)
+    _judged(_problem(name, tmp_path), "triton", "cuda", tmp_path)
