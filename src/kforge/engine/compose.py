@@ -20,6 +20,7 @@ input feeds a kernel that only reads it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable
@@ -244,13 +245,14 @@ def _model(parts: Partition) -> str:
     init = [f"        self.kernel_{index} = _Kernel{index}(self.reference)" for index in range(len(parts.kernels))]
     body = []
     index = 0
+    absorbed = _absorbed_reshapes(parts)
     for step in parts.steps:
         if isinstance(step, Kernel):
             arguments = ", ".join(value(spec.name) for spec in step.program.inputs)
             body.append(f"        {value(step.output)} = self.kernel_{index}.forward({arguments})")
             index += 1
-        else:
-            body.append(f"        {value(step.output)} = {_python_step(step, value)}")
+        elif step.output not in absorbed:
+            body.append(f"        {value(step.output)} = {_python_step(_through(step, absorbed), value)}")
     returned = ", ".join(value(name) for name in graph.outputs)
     if len(graph.outputs) > 1:
         returned = f"({returned})"
@@ -266,6 +268,33 @@ def _model(parts: Partition) -> str:
         *body,
         f"        return {returned}",
     ])
+
+
+def _absorbed_reshapes(parts: Partition) -> dict[str, ViewStep]:
+    """The reshape steps whose value only one later reshape reads (and the forward does not return), by name:
+    that reshape is done from their source instead, in one call (the elements keep their order), since every
+    reshape costs the host microseconds on every call."""
+    readers: dict[str, int] = {}
+    for step in parts.steps:
+        names = [spec.name for spec in step.program.inputs] if isinstance(step, Kernel) else \
+            [str(arg) for arg in step.node.args if isinstance(arg, str)]
+        for name in names:
+            readers[name] = readers.get(name, 0) + 1
+    reshapes = {step.output: step for step in parts.steps if isinstance(step, ViewStep) and step.node.op == "view"}
+    returned = set(parts.graph.outputs)
+    return {name: step for name, step in reshapes.items()
+            if name not in returned and readers.get(name) == 1 and
+            any(other.node.args[0] == name for other in reshapes.values())}
+
+
+def _through(step: ViewStep, absorbed: dict[str, ViewStep]) -> ViewStep:
+    """`step`, reading the source of the absorbed reshapes before it (see `_absorbed_reshapes`)."""
+    if step.node.op != "view":
+        return step
+    source = str(step.node.args[0])
+    while source in absorbed:
+        source = str(absorbed[source].node.args[0])
+    return ViewStep(dataclasses.replace(step.node, args=(source, *step.node.args[1:])))
 
 
 def _python_step(step: ViewStep, value: Callable[[str], str]) -> str:

@@ -139,13 +139,30 @@ class Lowering:
             return literal(arg)
         return split.scalars.get(arg) or split.python[arg]
 
+    def reshaped_base(self, split: Split, name: str) -> str:
+        """The value that `name` is a chain of reshapes of (itself if it is none), among the values bound in Python
+        with static sizes: a reshape of a reshape is one reshape (the elements keep their order), and each costs
+        the host microseconds on every call."""
+        while True:
+            producer = self.program.spec(name)
+            if not (isinstance(producer, Node) and producer.op == "view"):
+                return name
+            source = str(producer.args[0])
+            spec = self.program.spec(source)
+            if source not in split.python or not all(spec.is_static(d) for d in range(len(spec.shape))):
+                return name
+            name = source
+
     def view_expression(self, split: Split, node: Node) -> str:
         source = split.python[str(node.args[0])]
         if node.op == "view":
             spec = self.program.spec(str(node.args[0]))
             if not all(spec.is_static(d) for d in range(len(spec.shape))):
                 raise Unsupported(f"the Triton backend cannot view a value whose sizes vary (node {node.name!r})")
-            return f"{source}.reshape({tuple(node.shape)})"
+            base = self.reshaped_base(split, str(node.args[0]))
+            if tuple(self.program.shape(base)) == tuple(node.shape):
+                return split.python[base]  # reshaped back to its own shape: nothing to do
+            return f"{split.python[base]}.reshape({tuple(node.shape)})"
         stop = (f"int({split.scalars[str(node.args[1])]})" if len(node.args) > 1 else
                 ("" if node.attr("stop") is None else str(node.attr("stop"))))
         step = node.attr("step", 1)
