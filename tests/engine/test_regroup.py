@@ -73,7 +73,7 @@ def test_a_reduction_without_keepdim_keeps_its_result_shape() -> None:
     program = _program([("x", (4, 8192))], [_node("r", "sum", ("x",), (4,), dim=1, keepdim=False)])
     split = split_long_reduction(program)
     assert split is not None and split.nodes[-1].shape == (4,)
-    _same_values(program, split, [torch.randn(4, 8192)])
+    _same_values(program, split, [torch.randn(4, 8192)], atol=8 * 8192 * torch.finfo(torch.float32).eps * 5)
 
 
 @pytest.mark.parametrize("shape, dim, dtype", [
