@@ -20,6 +20,7 @@ from kforge.engine.partition import Kernel, Partition, ViewStep, partition
 from kforge.engine.regroup import regroup
 from kforge.engine.simplify import simplify
 from kforge.engine.triton import Unsupported
+from kforge.engine.triton.replay import with_replay
 from kforge.engine.tune import Variant
 from kforge.problem import Problem
 
@@ -63,7 +64,11 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
         return dataclasses.replace(found, variants=tuple(
             Variant(variant.config, widen.with_half_edges(variant.source, dtypes, single))
             for variant in found.variants))
-    return _candidates(captured, backend, problem, vendor_gemm, limit)
+    found = _candidates(captured, backend, problem, vendor_gemm, limit)
+    if language != "triton":
+        return found
+    return dataclasses.replace(found, variants=tuple(  # the recorded-launch forward (engine/triton/replay.py)
+        Variant(variant.config, with_replay(variant.source)) for variant in found.variants))
 
 
 def _candidates(captured: ir.Program, backend: Backend, problem: Problem, vendor_gemm: bool,
