@@ -268,6 +268,31 @@ def test_streams_modes_hooks_copies_and_the_limit() -> None:
     assert len(model._plans.found) == namespace["_Plans"].LIMIT
 
 
+def test_past_the_memory_budget_intermediates_are_allocated_on_every_call() -> None:
+    namespace, memory = _solution()
+    namespace["_Plans"].KEEP_BYTES = 0
+    model = namespace["ModelNew"]()
+    forwards = _counted(model)
+    for _ in range(3):
+        _check(model, memory, torch.randn(5, 4), 2.0)
+    plan = next(iter(model._plans.found.values()))
+    assert forwards[0] == 1 and plan.kept == [] and len(plan.buffers) == 3 and model._plans.kept_bytes == 0
+
+
+def test_a_failed_or_concurrent_recording_leaves_nothing_behind() -> None:
+    namespace, memory = _solution()
+    model = namespace["ModelNew"]()
+    with pytest.raises(TypeError):
+        model(torch.randn(5, 4), "not a number")
+    assert namespace["_TAPE"] == [], "the recording ended with the call that failed"
+    namespace["_TAPE"].append(namespace["_Recording"]())  # a call of another thread being recorded
+    _check(model, memory, torch.randn(5, 4), 2.0)
+    assert not any(model._plans.found.values())
+    namespace["_TAPE"].clear()
+    _check(model, memory, torch.randn(5, 4), 2.0)
+    assert any(model._plans.found.values())
+
+
 def test_an_output_the_forward_did_not_allocate_is_not_replayed() -> None:
     source = _SOLUTION.replace("return out.reshape(-1), total", "return out.reshape(-1), total + 0")
     namespace, memory = _solution(source)
