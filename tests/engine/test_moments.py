@@ -78,7 +78,38 @@ def get_init_inputs():
     return [3]
 '''
 
-WRITTEN = {"bf16": BF16_PROBLEM, "parts": PARTS_PROBLEM}
+# Training batch norm, relu, a reshape and a full sum: the statistics kernel, the pointwise kernel, then the sum
+# (split in two where its rows are long). Below 32768 elements (the C++ kernels' kParallelElements) every loop runs
+# on the calling thread; at 7 x 3 x 4096 the statistics, pointwise and part sums run in parallel (86016
+# elements; the sum cut into 168 parts of 512) and the sum of the parts on the calling thread.
+SUM_PROBLEM = '''"""Batch norm in training mode, relu, then the sum of everything."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.BatchNorm1d(channels)
+
+    def forward(self, x):
+        return torch.relu(self.norm(x)).reshape(BATCH, -1).sum()
+
+
+BATCH = {batch}
+
+
+def get_inputs():
+    return [torch.randn(BATCH, {channels}, {length}) * 1.5 + 0.5]
+
+
+def get_init_inputs():
+    return [{channels}]
+'''
+
+WRITTEN = {"bf16": BF16_PROBLEM, "parts": PARTS_PROBLEM,
+           "sum_serial": SUM_PROBLEM.format(batch=5, channels=3, length=7),
+           "sum_parallel": SUM_PROBLEM.format(batch=7, channels=3, length=4096)}
 
 
 @pytest.mark.parametrize("shape", [(7, 3), (5, 4, 9), (2, 3, 5, 7), (3, 2, 1, 4, 5), (1, 6, 1)])
@@ -152,6 +183,16 @@ def test_training_batch_norms_are_correct_in_the_triton_interpreter(tmp_path: Pa
 @pytest.mark.slow
 def test_a_half_precision_training_batch_norm_is_correct_in_cpp(tmp_path: Path) -> None:
     _judged(_problem("bf16", tmp_path), "cpp", "cpu", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sum_serial", "sum_parallel"])
+def test_a_training_batch_norm_then_a_full_sum_is_correct_in_cpp_on_one_thread_and_in_parallel(
+        tmp_path: Path, name: str) -> None:
+    problem = _problem(name, tmp_path)
+    sources = [variant.source for variant in propose(load_problem(problem), "cpp", limit=1).variants]
+    assert "if(x.numel() >= 32768)" in sources[0] and "if(rows * width >= kParallelElements)" in sources[0]
+    _judged(problem, "cpp", "cpu", tmp_path)
 
 
 @pytest.mark.gpu
