@@ -44,6 +44,7 @@ class _Memory:
     def __init__(self) -> None:
         self.bases: list[torch.Tensor] = []
         self.launches = 0
+        self.misread = 0  # elements a raw pointer is misread by (a launcher that got pointers wrong)
 
     def note(self, t: torch.Tensor) -> torch.Tensor:
         storage = t.untyped_storage()
@@ -58,7 +59,7 @@ class _Memory:
         for base in self.bases:
             start = base.data_ptr()
             if start <= arg < start + base.numel() * base.element_size():
-                return base[(arg - start) // base.element_size():]
+                return base[((arg - start) // base.element_size() + self.misread) % base.numel():]
         raise AssertionError(f"a pointer into no known memory: {arg:#x}")
 
     def compute(self, function: Any, args: tuple[Any, ...]) -> None:
@@ -266,6 +267,16 @@ def test_streams_modes_hooks_copies_and_the_limit() -> None:
     for rows in range(3, 3 + namespace["_Plans"].LIMIT + 2):
         _check(model, memory, torch.randn(rows, 2), 1.0)
     assert len(model._plans.found) == namespace["_Plans"].LIMIT
+
+
+def test_a_kind_whose_replay_disagrees_with_its_recorded_call_runs_the_forward() -> None:
+    namespace, memory = _solution()
+    model = namespace["ModelNew"]()
+    forwards = _counted(model)
+    memory.misread = 1  # raw pointers read one element off: the replay at recording time disagrees
+    for _ in range(3):
+        _check(model, memory, torch.randn(9, 4), 2.0)
+    assert forwards[0] == 3 and list(model._plans.found.values()) == [False]
 
 
 def test_past_the_memory_budget_intermediates_are_allocated_on_every_call() -> None:
