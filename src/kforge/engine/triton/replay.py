@@ -24,7 +24,7 @@ from kforge.templating import template_environment
 _ALLOCATING_METHODS = {"new_empty", "new_empty_strided"}
 _ALLOCATING_FUNCTIONS = {"torch.empty", "torch.empty_like", "torch.empty_strided"}
 _HOST_READS = {"item", "tolist", "cpu", "numpy", "nonzero"}
-_IN_PLACE_ALLOWED = {"requires_grad_", "__init__"}
+_IN_PLACE_ALLOWED = {"requires_grad_"}
 
 
 def with_replay(source: str) -> str:
