@@ -9,9 +9,11 @@ a candidate) and every `@triton.jit` kernel in it is replaced by a recorder that
 arguments and launches nothing. What is left is the Python and framework work `forward` does around its
 launches, on CPU tensors. Columns, per call:
   forward   microseconds of host time (median over --repeats runs of --calls calls);
-  replayed  the same for a replayed call (engine/triton/replay.py: the second call of a kind issues the
-            first one's recorded launches), Triton's compiled launcher replaced by one that does nothing;
-            "-" where the kind of call was not recorded (the framework computed part of it);
+  direct    the forward through its `_Direct` launchers (as on a GPU once compiled), Triton's compiled
+            launcher replaced by one that does nothing;
+  replayed  the same launcher, for a replayed call (engine/triton/replay.py: a later call of a kind issues
+            the first one's recorded launches); "-" where the kind was not recorded (the framework computed
+            part of it): compare with `direct`;
   launches  kernel launches;
   args      arguments passed to them (run-time and compile-time), a proxy for the launcher's own cost
             (each argument is type-checked and specialised by Triton on every launch).
@@ -124,6 +126,7 @@ def load_replayed(source: str, name: str, scratch: Path) -> Any:
         if isinstance(value, triton.runtime.JITFunction):
             setattr(module, attribute, StubDirect(_JitStub(value)))
     module._REPLAYABLE, module._DRIVER = True, _Driver
+    module._agrees = lambda replayed, result: True  # the stub computes nothing: no outputs to compare
     return module
 
 
@@ -152,7 +155,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     paths = [Path(path) for path in args.problems] or [EXAMPLES / example / "problem.py" for example in args.examples]
-    print(f"{'problem':<36} {'forward (us)':>12} {'replayed':>8} {'launches':>9} {'args':>5}  variant")
+    print(f"{'problem':<36} {'forward (us)':>12} {'direct':>7} {'replayed':>8} {'launches':>9} {'args':>5}  variant")
     with tempfile.TemporaryDirectory() as scratch, torch.no_grad():
         for path in paths:
             example = path.parent.name if path.name == "problem.py" else path.stem
@@ -166,18 +169,20 @@ def main() -> None:
             launches = sum(r.launches for r in recorders)
             arguments = sum(r.args for r in recorders)
             micro = per_call_us(lambda model=model, inputs=inputs: model(*inputs), args.calls, args.repeats)
-            replayed = "-"
+            direct = replayed = "-"
             module = load_replayed(variant.source, f"replayed_{example}", Path(scratch))
             if module is not None:
                 torch.manual_seed(0)
                 model = module.ModelNew(*problem.init_inputs())
                 model(*inputs)
+                call = lambda model=model, inputs=inputs: model._forward(*inputs)  # noqa: E731
+                direct = f"{per_call_us(call, args.calls, args.repeats):.2f}"
                 if any(model._plans.found.values()):
                     call = lambda model=model, inputs=inputs: model(*inputs)  # noqa: E731
                     replayed = f"{per_call_us(call, args.calls, args.repeats):.2f}"
             vendor = "  (includes the vendor operator's own CPU time)" if variant.config.get("vendor") else ""
-            print(f"{example:<36} {micro:>12.2f} {replayed:>8} {launches:>9} {arguments:>5}  {variant.label()}{vendor}",
-                  flush=True)
+            print(f"{example:<36} {micro:>12.2f} {direct:>7} {replayed:>8} {launches:>9} {arguments:>5}  "
+                  f"{variant.label()}{vendor}", flush=True)
 
 
 if __name__ == "__main__":
