@@ -3,6 +3,7 @@
     python benchmarks/gpu_host_probe.py launch [--examples gated_channel_scale linear_gelu_tanh]
     python benchmarks/gpu_host_probe.py pinning [--example linear_gelu_tanh] [--repeats 5]
     python benchmarks/gpu_host_probe.py direct [--problems benchmarks/engine_suite/pool_avg2d_stride_pad.py ...]
+    python benchmarks/gpu_host_probe.py replay [--problems benchmarks/engine_suite/*.py]
 
 `launch`: for each example, the reference (eager), its CUDA C++ and Triton solutions and the builtin
 engine's default Triton variant, four figures per forward, in microseconds:
@@ -13,9 +14,14 @@ engine's default Triton variant, four figures per forward, in microseconds:
   harness  what the harness measures: synchronize, event, call, event, synchronize (median of 200).
 
 `direct`: for each problem, eager and the builtin engine's default Triton variant twice: as generated (each
-kernel launched through its compiled launcher once compiled, `_Direct`) and with the `@_direct` lines removed
-(every launch through Triton's `kernel[grid](...)`), with the same four figures and the largest difference
+kernel launched through its compiled launcher once compiled, `_Direct`, and each kind of call replayed) and
+with the `@_direct` lines removed (every launch through Triton's `kernel[grid](...)`, no replay), with the
+same four figures and the largest difference
 of either variant's output from eager's.
+
+`replay`: for each problem, eager, the default Triton variant's forward (`model._forward`, every call through
+its launchers) and the same module's replayed calls (engine/triton/replay.py), with the same four figures, and
+whether the replay was recorded and computes bit for bit what the forward does on new inputs.
 
 `pinning`: the harness's own evaluation (kforge.verify.evaluate, no baselines) repeated on one solution
 with the worker unpinned, pinned to one CPU next to the GPU, and pinned to all the CPUs next to it; the
@@ -27,6 +33,7 @@ Prints tables; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import statistics
@@ -209,9 +216,42 @@ def pinning(example: str, repeats: int, wanted: list[str]) -> None:
               f"max {max(clocks)}")
 
 
+def replay(problems: list[str]) -> None:
+    import torch
+
+    from kforge.engine.propose import propose
+    from kforge.problem import load_problem
+
+    print(f"{'problem':<34} {'forward':<14} {'issue':>7} {'stream':>7} {'device':>7} {'harness':>8}  replayed")
+    with tempfile.TemporaryDirectory() as scratch, torch.no_grad():
+        for index, path in enumerate(map(Path, problems)):
+            problem = _load(path, f"probe_problem_{index}")
+            file = Path(scratch) / f"{path.stem}_replay.py"
+            file.write_text(propose(load_problem(path), "triton", limit=1).variants[0].source)
+            torch.manual_seed(0)
+            reference = problem.Model(*problem.get_init_inputs()).cuda()
+            model = _load(file, f"probe_replay_{index}").ModelNew(*problem.get_init_inputs()).cuda()
+            model.reference.load_state_dict(reference.state_dict())
+            inputs = [t.cuda() if isinstance(t, torch.Tensor) else t for t in problem.get_inputs()]
+            model(*inputs)  # recorded (and replayed once, checked against the call)
+            fresh = [t.cuda() if isinstance(t, torch.Tensor) else t for t in problem.get_inputs()]
+            replayed, forward = model(*fresh), model._forward(*fresh)
+            pairs = zip(*(((x,) if isinstance(x, torch.Tensor) else x) for x in (replayed, forward)), strict=True)
+            same = all(torch.equal(a, b) for a, b in pairs)
+            planned = "yes, bit for bit" if any(model._plans.found.values()) and same else \
+                "no (the forward runs)" if not any(model._plans.found.values()) else "DIFFERS"
+            for label, call in (("eager", functools.partial(reference, *inputs)),
+                                ("forward", functools.partial(model._forward, *inputs)),
+                                ("replayed", functools.partial(model, *inputs))):
+                row = _figures(call)
+                print(f"{path.stem[:34]:<34} {label:<14} {row['issue']:>7.1f} {row['stream']:>7.1f} "
+                      f"{row['device']:>7.1f} {row['harness']:>8.1f}  {planned if label == 'replayed' else ''}",
+                      flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("launch", "pinning", "direct"))
+    parser.add_argument("what", choices=("launch", "pinning", "direct", "replay"))
     parser.add_argument("--examples", nargs="+", default=["gated_channel_scale", "linear_gelu_tanh"])
     parser.add_argument("--example", default="linear_gelu_tanh")
     parser.add_argument("--problems", nargs="+", default=[
@@ -225,6 +265,8 @@ def main() -> None:
         launch(args.examples)
     elif args.what == "direct":
         direct(args.problems)
+    elif args.what == "replay":
+        replay(args.problems)
     else:
         pinning(args.example, args.repeats, args.modes)
     sys.stdout.flush()
