@@ -51,16 +51,22 @@ class Recorder:
         self.args += len(args) + len(kwargs)
 
 
-def load_without_launches(source: str, name: str, scratch: Path) -> tuple[Any, list[Recorder]]:
-    """The generated module, imported, with each JIT kernel replaced by a Recorder."""
-    import triton
-
+def imported(source: str, name: str, scratch: Path) -> Any:
+    """The generated module `source`, written to `scratch` (Triton reads a kernel's source from its file), imported."""
     path = scratch / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def load_without_launches(source: str, name: str, scratch: Path) -> tuple[Any, list[Recorder]]:
+    """The generated module, imported, with each JIT kernel replaced by a Recorder."""
+    import triton
+
+    module = imported(source, name, scratch)
     recorders = []
     for attribute, value in list(vars(module).items()):
         if isinstance(value, triton.runtime.JITFunction):
@@ -107,12 +113,7 @@ def load_replayed(source: str, name: str, scratch: Path) -> Any:
     """The generated module, imported, its launched kernels behind `_Direct` launchers of `_JitStub`s, replay on."""
     import triton
 
-    path = scratch / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = imported(source, name, scratch)
     if not hasattr(module, "_REPLAYABLE"):
         return None
     direct = next(value for attribute, value in vars(module).items() if attribute.startswith("_Direct"))

@@ -337,10 +337,7 @@ def test_the_engines_triton_solutions_have_the_replay_and_load_without_a_gpu(nam
         assert "self._plans = _Plans()" in variant.source and "_fresh(" in variant.source
         path = tmp_path / f"solution_{index}.py"  # Triton reads a kernel's source from its file
         path.write_text(variant.source)
-        spec = importlib.util.spec_from_file_location(f"solution_{name}_{index}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _module(path, f"solution_{name}_{index}")
         assert module._REPLAYABLE is torch.cuda.is_available()
 
 
