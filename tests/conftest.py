@@ -27,6 +27,11 @@ def fast_options(**changes: object) -> EvalOptions:
     return EvalOptions(**base)  # type: ignore[arg-type]
 
 
+def kernel_count(source: str) -> int:
+    """The Triton kernels a generated solution defines, not counting the layout copy every one may carry."""
+    return source.count("@triton.jit") - source.count("def _copy_kernel(")
+
+
 POLICY_OFF = Policy(static_checks=False, dynamic_checks=False)
 STATIC_OFF = Policy(static_checks=False)
 

@@ -329,7 +329,8 @@ def test_a_forward_replay_cannot_make_safe_is_left_as_it_is(change: tuple[str, s
 
 
 @pytest.mark.parametrize("name", ["reduce_full_sum_of_product", "net_mlp_classifier", "norm_layer_norm_module",
-                                  "multiout_logits_and_softmax", "scan_cumsum_weighted", "norm_batch_norm2d_train"])
+                                  "multiout_logits_and_softmax", "scan_cumsum_weighted", "norm_batch_norm2d_train",
+                                  "move_concat_two_branches", "net_prenorm_transformer_block"])
 def test_the_engines_triton_solutions_have_the_replay_and_load_without_a_gpu(name: str, tmp_path: Path) -> None:
     problem = load_problem(SUITE / f"{name}.py")
     found = propose(problem, "triton", limit=2)
@@ -352,7 +353,11 @@ def _module(path: Path, name: str) -> Any:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["reduce_full_sum_of_product", "net_mlp_classifier", "multiout_row_range_normalize",
                                   "norm_batch_norm2d_train", "move_narrow_finite_difference",
-                                  "scalar_float_alpha_blend"])
+                                  "scalar_float_alpha_blend",
+                                  # the copies between kernels are kernels of their own (a cat, a reshape no view
+                                  # does, a broadcast laid out, a scan's dim moved last), replayed like the rest
+                                  "move_concat_two_branches", "net_prenorm_transformer_block",
+                                  "reduce_argmin_nearest_code", "scan_cummax_drawdown"])
 def test_replayed_calls_on_the_gpu_compute_what_the_forward_does(name: str, tmp_path: Path) -> None:
     path = tmp_path / f"{name}.py"
     path.write_text(propose(load_problem(SUITE / f"{name}.py"), "triton", limit=1).variants[0].source)

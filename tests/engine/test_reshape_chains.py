@@ -38,8 +38,10 @@ def test_a_kernel_reads_an_input_reshaped_back_to_its_own_shape_as_it_is() -> No
 def test_the_composed_forward_reshapes_a_value_once(language: str) -> None:
     source = propose(load_problem(FULL_SUM), language, limit=1).variants[0].source
     forward = _method(source, "ModelNew")
-    assert forward.count(".reshape(") == 1, forward
-    assert ".reshape(())" in forward
+    # Triton's composed forward reshapes through `_reshape` (a copy kernel where no view can do it)
+    reshape = "_reshape(" if language == "triton" else ".reshape("
+    assert forward.count(reshape) == 1, forward
+    assert re.search(r"reshape\(.*\(\)\)", forward), forward
 
 
 def test_the_collapsed_reshapes_are_correct_in_the_triton_interpreter(tmp_path: Path) -> None:

@@ -50,26 +50,40 @@ class _Piece:
     load_call: ast.Call | None = None
 
 
-def compose(parts: Partition, sources: list[str], problem_source: str, doc: str) -> str:
-    """One solution file running `parts`' steps; `sources[i]` is the solution file of its i-th kernel."""
+def compose(parts: Partition, sources: list[str], problem_source: str, doc: str, copies: str | None = None) -> str:
+    """One solution file running `parts`' steps; `sources[i]` is the solution file of its i-th kernel.
+
+    `copies`, where the backend has them, is a module defining `_cat(tensors, dim)` and `_reshape(t, shape)`:
+    the copies between kernels (a `cat`, a reshape the layout cannot view) are then its kernels' work rather
+    than the framework's (its names are suffixed like a kernel's where no kernel file defines them too)."""
     kernels = parts.kernels
     if len(sources) != len(kernels):
         raise CompositionError(f"{len(kernels)} kernels, {len(sources)} sources")
+    if copies is not None and not any(isinstance(step, ViewStep) and step.node.op in ("cat", "view")
+                                      for step in parts.steps):
+        copies = None
+    every = [*sources, copies] if copies is not None else sources
     reference = reference_source(problem_source)
     shared = {ast.dump(statement) for statement in pyparse.parse(reference).body}
-    common = _common_helpers([pyparse.parse(source) for source in sources], shared)
+    common = _common_helpers([pyparse.parse(source) for source in every], shared)
     emitted: set[str] = set()
-    pieces = [_piece(index, source, shared, common, emitted) for index, source in enumerate(sources)]
+    pieces = [_piece(index, source, shared, common, emitted) for index, source in enumerate(every)]
     imports = list(dict.fromkeys(line for piece in pieces for line in piece.imports))
     blocks = [f'"""{doc}\n"""', "\n".join(imports), "# ---- the reference's constructor, once: every kernel "
               "reads the parameters it holds (it computes nothing) ----\n" + reference.strip()]
     cpp = [piece for piece in pieces if piece.cpp is not None]
     if cpp:
         blocks.append(_joined_extension(cpp))
-    for index, (kernel, piece) in enumerate(zip(kernels, pieces, strict=True)):
+    for index, (kernel, piece) in enumerate(zip(kernels, pieces[:len(kernels)], strict=True)):
         blocks.append(f"# ---- kernel {index + 1} of {len(kernels)}: computes {kernel.output} ----\n"
                       + piece.code.strip())
-    blocks.append(_model(parts))
+    helpers = {"cat": "torch.cat", "reshape": ""}
+    if copies is not None:
+        blocks.append("# ---- the copies between kernels (a cat, a reshape no view can do) ----\n"
+                      + pieces[-1].code.strip())
+        helpers = {op: name if name in common else f"{name}_k{len(sources)}"
+                   for op, name in (("cat", "_cat"), ("reshape", "_reshape"))}
+    blocks.append(_model(parts, helpers))
     return "\n\n\n".join(block for block in blocks if block) + "\n"
 
 
@@ -232,7 +246,7 @@ def _joined_extension(pieces: list[_Piece]) -> str:
 
 # ---- the composed module --------------------------------------------------------------------------------------
 
-def _model(parts: Partition) -> str:
+def _model(parts: Partition, helpers: dict[str, str]) -> str:
     graph = parts.graph
     inputs = {spec.name for spec in graph.inputs}
     params = {spec.name for spec in graph.params}
@@ -252,7 +266,7 @@ def _model(parts: Partition) -> str:
             body.append(f"        {value(step.output)} = self.kernel_{index}.forward({arguments})")
             index += 1
         elif step.output not in absorbed:
-            body.append(f"        {value(step.output)} = {_python_step(_through(step, absorbed), value)}")
+            body.append(f"        {value(step.output)} = {_python_step(_through(step, absorbed), value, helpers)}")
     returned = ", ".join(value(name) for name in graph.outputs)
     if len(graph.outputs) > 1:
         returned = f"({returned})"
@@ -297,11 +311,12 @@ def _through(step: ViewStep, absorbed: dict[str, ViewStep]) -> ViewStep:
     return ViewStep(dataclasses.replace(step.node, args=(source, *step.node.args[1:])))
 
 
-def _python_step(step: ViewStep, value: Callable[[str], str]) -> str:
-    """The expression computing a view or a copy between kernels, from the values' Python expressions."""
+def _python_step(step: ViewStep, value: Callable[[str], str], helpers: dict[str, str]) -> str:
+    """The expression computing a view or a copy between kernels, from the values' Python expressions;
+    `helpers` names the functions doing a `cat` and a `reshape` (the framework's where it is empty)."""
     node = step.node
     if node.op == "cat":
-        return f"torch.cat([{', '.join(value(str(arg)) for arg in node.args)}], dim={node.attr('dim')})"
+        return f"{helpers['cat']}([{', '.join(value(str(arg)) for arg in node.args)}], {node.attr('dim')})"
     source = value(str(node.args[0]))
     if node.op == "permute":
         return f"{source}.permute({', '.join(str(d) for d in node.attr('dims'))})"
@@ -310,8 +325,8 @@ def _python_step(step: ViewStep, value: Callable[[str], str]) -> str:
         if found is None:
             raise cannot_lower("view (with more than one varying dim, between kernels)")
         sizes = [str(size) for size in found]
-        return f"{source}.reshape({', '.join(sizes)}{',' if len(sizes) == 1 else ''})" if sizes else \
-            f"{source}.reshape(())"
+        shape = f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
+        return f"{helpers['reshape']}({source}, {shape})" if helpers["reshape"] else f"{source}.reshape({shape})"
     dim, start = node.attr("dim"), int(node.attr("start", 0))
     if len(node.args) > 1:
         raise cannot_lower("slice (ending at a run-time size, between kernels)")

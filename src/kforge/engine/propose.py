@@ -59,12 +59,13 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
     backend = _backend(language)
     captured = capture(problem).program
     if language == "cpp" and widen.has_half(captured):  # the C++ kernels compute in float32 (engine/widen.py)
-        found = _candidates(widen.widened(captured), backend, problem, vendor_gemm, limit)
+        found = _candidates(widen.widened(captured), backend, problem, vendor_gemm, limit, None)
         dtypes, single = widen.output_dtypes(captured), len(captured.outputs) == 1
         return dataclasses.replace(found, variants=tuple(
             Variant(variant.config, widen.with_half_edges(variant.source, dtypes, single))
             for variant in found.variants))
-    found = _candidates(captured, backend, problem, vendor_gemm, limit)
+    copies = triton.copies_source() if language == "triton" else None
+    found = _candidates(captured, backend, problem, vendor_gemm, limit, copies)
     if language != "triton":
         return found
     return dataclasses.replace(found, variants=tuple(  # the recorded-launch forward (engine/triton/replay.py)
@@ -72,7 +73,7 @@ def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: i
 
 
 def _candidates(captured: ir.Program, backend: Backend, problem: Problem, vendor_gemm: bool,
-                limit: int) -> EngineCandidates:
+                limit: int, copies: str | None) -> EngineCandidates:
     """Candidates for the captured program: one kernel where one does, else the partitioned graph's kernels."""
     captured = regroup(captured)
     refusal: LoweringError | None = None
@@ -94,7 +95,7 @@ def _candidates(captured: ir.Program, backend: Backend, problem: Problem, vendor
     if len(parts.kernels) < 2 and not any(isinstance(step, ViewStep) for step in parts.steps) and \
             not standalone.is_standalone(parts.kernels[0].program) and refusal:
         raise refusal  # one kernel after all: the single-kernel refusal says why
-    return _composed(parts, backend, problem.source, vendor_gemm, limit)
+    return _composed(parts, backend, problem.source, vendor_gemm, limit, copies)
 
 
 def _backend(language: str) -> Backend:
@@ -124,9 +125,11 @@ def _rendered(backend: Backend, program: ir.Program, source: str, vendor_gemm: b
         raise LoweringError(message) from None
 
 
-def _composed(parts: Partition, backend: Backend, source: str, vendor_gemm: bool, limit: int) -> EngineCandidates:
+def _composed(parts: Partition, backend: Backend, source: str, vendor_gemm: bool, limit: int,
+              copies: str | None) -> EngineCandidates:
     """Candidates running `parts`' kernels in order: the k-th candidate takes each kernel's k-th configuration
-    (its last, where it has fewer), so the first is every kernel's default."""
+    (its last, where it has fewer), so the first is every kernel's default; `copies` does the copies between
+    kernels (`compose`), where the backend has them."""
     simplified = Partition(parts.graph, tuple(Kernel(simplify(step.program)) if isinstance(step, Kernel) else step
                                               for step in parts.steps))
     per_kernel = [_rendered(backend, kernel.program, source, vendor_gemm, limit) for kernel in simplified.kernels]
@@ -139,7 +142,7 @@ def _composed(parts: Partition, backend: Backend, source: str, vendor_gemm: bool
     seen: set[str] = set()
     for choice in range(max(len(found) for found in per_kernel)):
         picked = [found[min(choice, len(found) - 1)] for found in per_kernel]
-        text = compose(simplified, [solution for _, solution in picked], source, doc)
+        text = compose(simplified, [solution for _, solution in picked], source, doc, copies)
         if text in seen:
             continue
         seen.add(text)

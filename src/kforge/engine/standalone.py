@@ -56,9 +56,10 @@ def variants(program: ir.Program, problem_source: str, language: str,
     if language != "triton":
         raise cannot_lower(f"{node.op} (no standalone kernel in {language})")
     environment = template_environment("kforge", "data/engine/standalone", trim_blocks=True)
-    # The launcher every generated Triton module shares (kforge/data/engine/triton/_helpers.j2)
-    direct_helper = str(template_environment("kforge", "data/engine/triton", trim_blocks=True)
-                        .get_template("_helpers.j2").module.direct()).strip()  # type: ignore[attr-defined]
+    # The launcher and the layout copies every generated Triton module shares (kforge/data/engine/triton/_helpers.j2)
+    helpers = template_environment("kforge", "data/engine/triton", trim_blocks=True).get_template("_helpers.j2").module
+    direct_helper = str(helpers.direct()).strip()  # type: ignore[attr-defined]
+    copy_helpers = str(helpers.laid_out()).strip()  # type: ignore[attr-defined]
     configs = list(TRITON_CONFIGS[context["kind"]])
     if context["kind"] == "attention" and node.dtype == "float32":
         # float32 accuracy either through tensor cores (three TF32 products) or plain FMAs, the former first
@@ -69,7 +70,7 @@ def variants(program: ir.Program, problem_source: str, language: str,
         extra = {"precision": f', input_precision="{config["precision"]}"'} if "precision" in config else {}
         found.append((dict(config), environment.get_template("triton.py.j2").render(
             **{**context, **extra}, config=config, config_text=text, reference=reference,
-            direct_helper=direct_helper)))
+            direct_helper=direct_helper, copy_helpers=copy_helpers)))
     return found
 
 
@@ -128,7 +129,7 @@ def _epilogue_leaf(program: ir.Program, name: str, node: ir.Node, kind: str,
     if tuple(spec.shape) != tuple(node.shape) and math.prod(spec.shape) != 1:
         raise cannot_lower(f"{node.op} followed by work on a value broadcast to its shape", op=False)
     if kind == "scan":  # laid out as the scan's rows are
-        python = f"_operand(a{position[name]}, x.shape).movedim({node.attr('dim')}, -1).contiguous()"
+        python = f"_laid_out(_operand(a{position[name]}, x.shape).movedim({node.attr('dim')}, -1))"
     else:
         python = f"_operand(a{position[name]}, out.shape)"
     return {"arg": "e" + var(name)[1:], "var": var(name), "python": python}

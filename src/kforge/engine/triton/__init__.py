@@ -9,7 +9,7 @@ convolutions); `emit` spells the IR's pointwise ops
 
 from __future__ import annotations
 
-from kforge.engine.triton.backend import variants
+from kforge.engine.triton.backend import copies_source, variants
 from kforge.engine.triton.emit import Unsupported
 
-__all__ = ["Unsupported", "variants"]
+__all__ = ["Unsupported", "copies_source", "variants"]

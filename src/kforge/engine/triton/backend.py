@@ -33,6 +33,7 @@ from kforge.engine.triton.conv_nd import ConvNdLowering
 from kforge.engine.triton.emit import Unsupported
 from kforge.engine.triton.gemm import batched
 from kforge.engine.triton.lowering import Config
+from kforge.templating import template_environment
 
 
 def variants(program: Program, problem_source: str, vendor_gemm: bool = False, limit: int = 24,
@@ -102,3 +103,9 @@ class TritonLowering(ConvNdLowering):
 def _tidy(source: str) -> str:
     """At most two blank lines in a row (templates joined by blocks leave more)."""
     return re.sub(r"\n{4,}", "\n\n\n", source)
+
+
+def copies_source() -> str:
+    """The module a composed Triton forward does its copies between kernels with (`_cat`, `_reshape`)."""
+    return template_environment("kforge", "data/engine/triton", trim_blocks=True).get_template(
+        "copies.py.j2").render()
