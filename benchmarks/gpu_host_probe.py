@@ -21,7 +21,8 @@ of either variant's output from eager's.
 
 `replay`: for each problem, eager, the default Triton variant's forward (`model._forward`, every call through
 its launchers) and the same module's replayed calls (engine/triton/replay.py), with the same four figures, and
-whether the replay was recorded and computes bit for bit what the forward does on new inputs.
+whether the replay was recorded and computes bit for bit what the forward does on new inputs; last, the
+geomeans over the problems of eager's time over the forward's and over the replayed call's.
 
 `pinning`: the harness's own evaluation (kforge.verify.evaluate, no baselines) repeated on one solution
 with the worker unpinned, pinned to one CPU next to the GPU, and pinned to all the CPUs next to it; the
@@ -223,6 +224,7 @@ def replay(problems: list[str]) -> None:
     from kforge.problem import load_problem
 
     print(f"{'problem':<34} {'forward':<14} {'issue':>7} {'stream':>7} {'device':>7} {'harness':>8}  replayed")
+    figures: list[dict[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as scratch, torch.no_grad():
         for index, path in enumerate(map(Path, problems)):
             problem = _load(path, f"probe_problem_{index}")
@@ -240,13 +242,20 @@ def replay(problems: list[str]) -> None:
             same = all(torch.equal(a, b) for a, b in pairs)
             planned = "yes, bit for bit" if any(model._plans.found.values()) and same else \
                 "no (the forward runs)" if not any(model._plans.found.values()) else "DIFFERS"
+            rows = {}
             for label, call in (("eager", functools.partial(reference, *inputs)),
                                 ("forward", functools.partial(model._forward, *inputs)),
                                 ("replayed", functools.partial(model, *inputs))):
-                row = _figures(call)
+                row = rows[label] = _figures(call)
                 print(f"{path.stem[:34]:<34} {label:<14} {row['issue']:>7.1f} {row['stream']:>7.1f} "
                       f"{row['device']:>7.1f} {row['harness']:>8.1f}  {planned if label == 'replayed' else ''}",
                       flush=True)
+            figures.append(rows)
+    for figure in ("issue", "harness"):  # eager's time over each one's: above 1, faster than eager
+        ratios = {label: statistics.geometric_mean([rows["eager"][figure] / rows[label][figure] for rows in figures])
+                  for label in ("forward", "replayed")}
+        print(f"geomean over {len(figures)} problems, eager's {figure} time over each: forward "
+              f"{ratios['forward']:.2f}x, replayed {ratios['replayed']:.2f}x")
 
 
 def main() -> None:
