@@ -10,7 +10,9 @@ problem. This module joins those files into one:
   once, under their own names;
 - for C++, the kernels' sources joined into one extension (each in `namespace k<i>`, bound as `k<i>_<name>`),
   so the compiler runs once for the whole forward;
-- `ModelNew.forward`: each step in order; views between kernels as `reshape`/`narrow` on their values.
+- `ModelNew.forward`: each step in order; views between kernels as `reshape`/`narrow` on their values, and
+  the copies between them (a `cat`, a reshape no view can do) through the backend's copy kernel where it
+  has one (Triton: `copies.py.j2`), else the framework's.
 
 Intermediates are allocated by the kernel that writes them, per call (the framework's caching allocator reuses
 their memory across calls of the same shape); they are never an input's storage, except where a view of an
