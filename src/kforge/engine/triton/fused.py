@@ -163,8 +163,6 @@ class RowsPlan:
             else:
                 leaf.mode = "scalar" if is_scalar(leaf, lowering.program.shape(leaf.name)) else "full"
             leaf.prepare = kernel_argument(leaf, "shape" if self.full else "out_shape")
-        tile_lines = [_rows_load(leaf, full=True) for leaf in tile_leaves] + lowering.body(split, self.pre)
-        post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
         weight = var(norm_args[0]) if len(norm_args) > 0 else ""
         bias = var(norm_args[1]) if len(norm_args) > 1 else ""
         stat = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "layer_norm": "moments", "argmax": "argmax",
@@ -178,13 +176,24 @@ class RowsPlan:
         fast = self.fast(tile_leaves, post_leaves)
         if fast is not None:
             common["prelude"], fast["rest"] = prelude_split(split.prelude, [*fast["runtime"], *scalars])
+        elif self.from_end == 0:
+            # No fast path (some operand broadcast in full): a row reduction reads each such operand where it
+            # lies, at its strides, rather than from a copy of the reduced operand's shape.
+            for leaf in tile_leaves + (post_leaves if self.full else []):
+                if leaf.mode == "full":
+                    leaf.mode = "strided"
+        tile_lines = [_rows_load(leaf, full=True) for leaf in tile_leaves] + lowering.body(split, self.pre)
+        post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
+        strided = [leaf for leaf in tile_leaves + post_leaves if leaf.mode == "strided"]
         first = next(leaf for leaf in tile_leaves if leaf.root is None) if fast else tile_leaves[0]
         return lowering.env.get_template(template).render(
             **{**common, **extra}, fast=fast, first=first.python,
             dtype_arg=dtype_arg(lowering.program.spec(first.name).dtype, lowering.output.dtype),
-            passed=fast["passed"] if fast else [leaf.prepare for leaf in tile_leaves + post_leaves],
+            passed=fast["passed"] if fast else [leaf.prepare for leaf in tile_leaves + post_leaves
+                                                if leaf.mode != "strided"],
+            # The kernel's operands: those read at their strides first (the four strides of each follow it).
+            strided=strided, leaves=[leaf for leaf in tile_leaves + post_leaves if leaf.mode != "strided"],
             # The operands whose broadcast shape is the reduced operand's (layer norm's weight and bias left out).
-            leaves=tile_leaves + post_leaves,
             tile_leaves=[leaf for leaf in tile_leaves if leaf.name not in norm_args] or tile_leaves,
             scalars=scalars, last=self.from_end == 0,
             from_end=self.from_end, full=self.full, keepdim=bool(red.attr("keepdim", False)), stat=stat,
@@ -237,6 +246,9 @@ def _rows_load(leaf: Leaf, full: bool) -> str:
         return f"{leaf.var} = tl.load({leaf.arg}).to({leaf.held})"
     if leaf.mode == "row":
         return f"{leaf.var} = tl.load({leaf.arg} + r, mask=r < R, other=0.0).to({leaf.held})[None, :]"
+    if leaf.mode == "strided":  # its row's start computed once (see `_rows.j2`), its elements at its last stride
+        return (f"{leaf.var} = tl.load({leaf.arg} + {leaf.arg}_row[:, None] + r[None, :] * {leaf.arg}_s3, "
+                f"mask=mask, other=0.0).to({leaf.held})")
     if full:
         return f"{leaf.var} = tl.load({leaf.arg} + offs, mask=mask, other=0.0).to({leaf.held})"
     return f"{leaf.var} = tl.load({leaf.arg} + out_a, mask=a_mask, other=0.0).to({leaf.held})"
