@@ -60,6 +60,7 @@ def variants(program: ir.Program, problem_source: str, language: str,
     helpers = template_environment("kforge", "data/engine/triton", trim_blocks=True).get_template("_helpers.j2").module
     direct_helper = str(helpers.direct()).strip()  # type: ignore[attr-defined]
     copy_helpers = str(helpers.laid_out()).strip()  # type: ignore[attr-defined]
+    dense_helper = str(helpers.dense()).strip()  # type: ignore[attr-defined]
     configs = list(TRITON_CONFIGS[context["kind"]])
     if context["kind"] == "attention" and node.dtype == "float32":
         # float32 accuracy either through tensor cores (three TF32 products) or plain FMAs, the former first
@@ -70,7 +71,7 @@ def variants(program: ir.Program, problem_source: str, language: str,
         extra = {"precision": f', input_precision="{config["precision"]}"'} if "precision" in config else {}
         found.append((dict(config), environment.get_template("triton.py.j2").render(
             **{**context, **extra}, config=config, config_text=text, reference=reference,
-            direct_helper=direct_helper, copy_helpers=copy_helpers)))
+            direct_helper=direct_helper, copy_helpers=copy_helpers, dense_helper=dense_helper)))
     return found
 
 
@@ -121,7 +122,7 @@ def _epilogue(node: ir.Node, epilogue: tuple[ir.Node, ...], program: ir.Program,
 
 def _epilogue_leaf(program: ir.Program, name: str, node: ir.Node, kind: str,
                    position: dict[str, int]) -> dict[str, Any]:
-    """An input the epilogue reads, laid out in the result's shape on each call (`_operand`: itself where it
+    """An input the epilogue reads, laid out in the result's shape on each call (`_dense`: itself where it
     already is, so any input shape that broadcasts is right, not only the captured one)."""
     spec = program.spec(name)
     if name not in position or spec.dtype not in _FLOATS:
@@ -129,9 +130,9 @@ def _epilogue_leaf(program: ir.Program, name: str, node: ir.Node, kind: str,
     if tuple(spec.shape) != tuple(node.shape) and math.prod(spec.shape) != 1:
         raise cannot_lower(f"{node.op} followed by work on a value broadcast to its shape", op=False)
     if kind == "scan":  # laid out as the scan's rows are
-        python = f"_laid_out(_operand(a{position[name]}, x.shape).movedim({node.attr('dim')}, -1))"
+        python = f"_laid_out(_dense(a{position[name]}, x.shape).movedim({node.attr('dim')}, -1))"
     else:
-        python = f"_operand(a{position[name]}, out.shape)"
+        python = f"_dense(a{position[name]}, out.shape)"
     return {"arg": "e" + var(name)[1:], "var": var(name), "python": python}
 
 
