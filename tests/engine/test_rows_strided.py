@@ -11,6 +11,7 @@ import pytest
 from kforge.engine.propose import propose
 from kforge.problem import load_problem
 from kforge.verify.evaluate import evaluate
+from kforge.verify.sandbox import WorkerPool
 from kforge.verify.verdict import Outcome
 from tests.conftest import fast_options
 
@@ -84,16 +85,26 @@ def _solve(tmp_path: Path, name: str, body: str) -> tuple[Path, str]:
     return problem, source
 
 
-@pytest.mark.parametrize("name", sorted(PROBLEMS))
-def test_operands_broadcast_in_full_are_read_at_their_strides_and_the_answer_is_right(tmp_path: Path,
-                                                                                     name: str) -> None:
+def _judge(tmp_path: Path, name: str, platform: str = "cpu", pool: WorkerPool | None = None) -> None:
     problem, source = _solve(tmp_path, name, PROBLEMS[name])
     assert "_s3, mask=mask" in source, "the reduction reads its operands at their strides"
     assert "_dense(" not in source, "no operand is laid out in the reduced operand's shape"
     solution = tmp_path / f"{name}_solution.py"
     solution.write_text(source)
-    verdict = evaluate(problem, solution, fast_options(language="triton", trials=1))
+    verdict = evaluate(problem, solution, fast_options(platform=platform, language="triton", trials=1), pool=pool)
     assert verdict.verdict == Outcome.CORRECT, f"{verdict.reason}\n{source}"
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_operands_broadcast_in_full_are_read_at_their_strides_and_the_answer_is_right(tmp_path: Path,
+                                                                                     name: str) -> None:
+    _judge(tmp_path, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_strided_reads_compile_and_are_right_on_the_gpu(tmp_path: Path, name: str, pool: WorkerPool) -> None:
+    _judge(tmp_path, name, platform="cuda", pool=pool)
 
 
 def test_a_reduction_over_a_middle_dim_and_one_with_a_fast_path_keep_their_own_reads(tmp_path: Path) -> None:
