@@ -680,6 +680,8 @@ class _Lowerer:
         cut = [(d, s) for d, s in enumerate(items) if s != slice(None)]
         if len(cut) == 1 and isinstance(cut[0][1], int):
             return self._select(node, x, cut[0][0], cut[0][1])
+        if len(cut) > 1:
+            return self._cuts(node, x, cut)
         if len(cut) != 1 or not isinstance(cut[0][1], slice) or cut[0][1].step not in (None, 1):
             raise cannot_lower("index (only one slice along one dim is supported)")
         dim, piece = cut[0]
@@ -698,6 +700,28 @@ class _Lowerer:
         elif stop is not None and (not isinstance(stop, int) or stop < 0):
             raise cannot_lower("slice (with a negative end)")
         return self._emit(node, "slice", args, dim=dim, start=start, stop=stop, step=1)
+
+    def _cuts(self, node: torch.fx.Node, x: str, cut: list[tuple[int, Any]]) -> str:
+        """x[i, a:b, ...] over several dims: one slice a dim (an integer index a slice of length one), then a view
+        without the dims the integers took. Each cut dim has the same size on every input set."""
+        current = x
+        for step, (dim, piece) in enumerate(cut):
+            spec = self.value(current)
+            if not spec.is_static(dim):
+                raise cannot_lower("index (of several dims, along a dim whose size varies)")
+            size = spec.shape[dim]
+            if isinstance(piece, int) and not isinstance(piece, bool):
+                piece = slice(piece % size, piece % size + 1)
+            if not isinstance(piece, slice) or piece.step not in (None, 1) or \
+                    not all(bound is None or isinstance(bound, int) for bound in (piece.start, piece.stop)):
+                raise cannot_lower("index (of several dims: integers and constant slices of step 1 only)")
+            start, stop, _ = piece.indices(size)
+            stop = max(stop, start)
+            shape = tuple(stop - start if d == dim else n for d, n in enumerate(spec.shape))
+            static = tuple(d == dim or spec.is_static(d) for d in range(len(spec.shape)))
+            current = self.add(f"{node.name}_cut{step}", "slice", (current,), shape, spec.dtype, static, dim=dim,
+                               start=start, stop=stop, step=1)
+        return self._view(node, current)
 
     def _batched_matmul(self, name: str, a: str, b: str) -> str:
         """A matmul over one or more batch dims as a bmm: both operands viewed to one batch dim (where they have
