@@ -678,9 +678,7 @@ class _Lowerer:
             at = items.index(Ellipsis)
             items[at:at + 1] = [slice(None)] * (rank - len(items) + 1)
         cut = [(d, s) for d, s in enumerate(items) if s != slice(None)]
-        if len(cut) == 1 and isinstance(cut[0][1], int):
-            return self._select(node, x, cut[0][0], cut[0][1])
-        if len(cut) > 1:
+        if len(cut) > 1 or (cut and isinstance(cut[0][1], int)):
             return self._cuts(node, x, cut)
         if len(cut) != 1 or not isinstance(cut[0][1], slice) or cut[0][1].step not in (None, 1):
             raise cannot_lower("index (only one slice along one dim is supported)")
@@ -702,13 +700,14 @@ class _Lowerer:
         return self._emit(node, "slice", args, dim=dim, start=start, stop=stop, step=1)
 
     def _cuts(self, node: torch.fx.Node, x: str, cut: list[tuple[int, Any]]) -> str:
-        """x[i, a:b, ...] over several dims: one slice a dim (an integer index a slice of length one), then a view
-        without the dims the integers took. Each cut dim has the same size on every input set."""
+        """x[i, a:b, ...] (or x[..., i, ...]): one slice a dim (an integer index a slice of length one), then a
+        view without the dims the integers took. Each cut dim has the same size on every input set."""
         current = x
         for step, (dim, piece) in enumerate(cut):
             spec = self.value(current)
             if not spec.is_static(dim):
-                raise cannot_lower("index (of several dims, along a dim whose size varies)")
+                raise cannot_lower("index (an integer index along a dim whose size varies)" if len(cut) == 1
+                                   else "index (of several dims, along a dim whose size varies)")
             size = spec.shape[dim]
             if isinstance(piece, int) and not isinstance(piece, bool):
                 piece = slice(piece % size, piece % size + 1)
@@ -849,18 +848,6 @@ class _Lowerer:
             bounds.append((start, start + size))
             start += size
         return ("pieces", x, dim, bounds)
-
-    def _select(self, node: torch.fx.Node, x: str, dim: int, index: int) -> str:
-        """x[..., index, ...]: a slice of length one, then a view without that dim."""
-        spec = self.value(x)
-        if not spec.is_static(dim):
-            raise cannot_lower("index (an integer index along a dim whose size varies)")
-        index %= spec.shape[dim]
-        cut_shape = tuple(1 if d == dim else size for d, size in enumerate(spec.shape))
-        static = tuple(d == dim or spec.is_static(d) for d in range(len(spec.shape)))
-        cut = self.add(f"{node.name}_cut", "slice", (x,), cut_shape, spec.dtype, static, dim=dim, start=index,
-                       stop=index + 1, step=1)
-        return self._view(node, cut)
 
     def _constant(self, value: Any) -> float | None:
         """A number, or the size of a dim that every input set agrees on; None for anything else."""

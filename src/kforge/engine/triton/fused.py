@@ -185,14 +185,14 @@ class RowsPlan:
         tile_lines = [_rows_load(leaf, full=True) for leaf in tile_leaves] + lowering.body(split, self.pre)
         post_lines = [_rows_load(leaf, full=self.full) for leaf in post_leaves] + lowering.body(split, self.post)
         strided = [leaf for leaf in tile_leaves + post_leaves if leaf.mode == "strided"]
+        direct = [leaf for leaf in tile_leaves + post_leaves if leaf.mode != "strided"]
         first = next(leaf for leaf in tile_leaves if leaf.root is None) if fast else tile_leaves[0]
         return lowering.env.get_template(template).render(
             **{**common, **extra}, fast=fast, first=first.python,
             dtype_arg=dtype_arg(lowering.program.spec(first.name).dtype, lowering.output.dtype),
-            passed=fast["passed"] if fast else [leaf.prepare for leaf in tile_leaves + post_leaves
-                                                if leaf.mode != "strided"],
+            passed=fast["passed"] if fast else [leaf.prepare for leaf in direct],
             # The kernel's operands: those read at their strides first (the four strides of each follow it).
-            strided=strided, leaves=[leaf for leaf in tile_leaves + post_leaves if leaf.mode != "strided"],
+            strided=strided, leaves=direct,
             # The operands whose broadcast shape is the reduced operand's (layer norm's weight and bias left out).
             tile_leaves=[leaf for leaf in tile_leaves if leaf.name not in norm_args] or tile_leaves,
             scalars=scalars, last=self.from_end == 0,
