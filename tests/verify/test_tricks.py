@@ -121,12 +121,14 @@ def test_cache_by_address_fails() -> None:
 
 def test_answers_precomputed_for_predictable_inputs_gain_nothing() -> None:
     # The trick draws, while it is built, the inputs a fixed rule of seeds would give the timed calls, and
-    # answers from that table. With the input seeds known (given, as for a reproduction) every timed call hits:
+    # answers from that table. With the input seeds known (given, as for a reproduction) every timed call hits,
+    # but the batches the harness times on its own clock draw inputs the table lacks, and each of their calls
+    # pays for the misses: the worker's figure contradicts the harness's clock.
     cheat = judge("precomputed_answers", input_seed=0)
+    assert cheat.verdict == Outcome.REJECTED and cheat.rule == "dynamic.clock", cheat.reason
+    assert cheat.input_seed == 0 and "on the harness's own clock" in cheat.reason
     honest = judge("honest")
-    assert cheat.verdict == Outcome.CORRECT and cheat.input_seed == 0, cheat.reason
-    assert cheat.runtime_ms is not None and honest.runtime_ms is not None
-    assert cheat.runtime_ms < 0.5 * honest.runtime_ms, (cheat.timing, honest.timing)
+    assert honest.verdict == Outcome.CORRECT and honest.runtime_ms is not None, honest.reason
     # Drawn secretly for each evaluation (the default), every call misses and pays 30 kernel runs.
     verdict = judge("precomputed_answers")
     assert verdict.verdict == Outcome.CORRECT and verdict.input_seed is not None, verdict.reason

@@ -10,9 +10,11 @@ this process's clock. Everything the workers say is checked here.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import secrets
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,13 +28,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from kforge.paths import cache_dir
 from kforge.platforms import Platform, get_platform
 from kforge.problem import Problem, Solution, SolutionError, load_problem, load_solution
-from kforge.verify import tensors
+from kforge.verify import freeze, tensors
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.device_lock import device_lock
 from kforge.verify.ops import reference_ops
+from kforge.verify.outside_clock import BatchReading, batch_calls, outside_disagreement
 from kforge.verify.policy import Policy, judge_dispatched_ops
 from kforge.verify.protocol import (
+    BatchReply,
+    BatchRequest,
     Failure,
+    HandOverReply,
+    HandOverRequest,
     LoadReply,
     LoadRequest,
     MalformedReply,
@@ -41,6 +48,8 @@ from kforge.verify.protocol import (
     ReplyT,
     RunReply,
     RunRequest,
+    StageReply,
+    StageRequest,
     TimeReply,
     TimeRequest,
 )
@@ -62,6 +71,8 @@ _WORKER_START_S = 120.0
 _TIMING_SEED = 1_000_003
 # Between the first input seeds of consecutive timing rounds: more than any round's calls.
 _ROUND_SEED_STRIDE = 100_003
+# The inputs of the batches timed on the harness's own clock (outside_clock.py), apart from the timed calls'.
+_BATCH_SEED = 7_000_003
 # How a refusal by the sandbox reads in a failure's text (errno 13 or 1, as C, Python or a shell words it).
 _REFUSED = re.compile(r"Permission denied|Operation not permitted|\bE(ACCES|PERM)\b|\berror (13|1)\b|"
                       r"\[Errno (13|1)\]|can't create")
@@ -254,6 +265,8 @@ class _Evaluation:
         self.comparison = Comparison(True)
         self.trials_run = 0
         self.timing_s = 0.0
+        self.call_bytes = 0  # the inputs and outputs of one call, as the reference's took
+        self.outside_ms: float | None = None
         self.started = time.perf_counter()
 
     def run(self) -> Verdict:
@@ -342,6 +355,7 @@ class _Evaluation:
         reference_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad():
             expected = ctx.reference_model(*reference_inputs)
+        self.call_bytes = max(self.call_bytes, _tensor_bytes(inputs) + _tensor_bytes(expected))
         if seed == _trial_seed(ctx.input_seed, 0) and variant == 0:
             warning = degenerate_warning(expected, ctx.options.tolerance)
             if warning:
@@ -379,6 +393,7 @@ class _Evaluation:
             timed = self.time_in_rounds(series)
         candidate = timed["candidate"]
         assert candidate is not None  # a candidate whose timing fails ends the evaluation (_Failed)
+        self.check_outside_clock(next(one for one in series if one.name == "candidate"), candidate)
         warning = host_bound_warning(candidate)
         if warning:
             self.warnings.append(warning)
@@ -419,7 +434,10 @@ class _Evaluation:
                 compiles = " (the first run compiles)" if one.name == "compile" and index == 0 else ""
                 ctx.progress(f"timing {one.title}{compiles}, round {index + 1} of {rounds}")
                 try:
-                    times, bound = self.time(one.worker, one.trusted, index, role=one.name)
+                    with self.candidates_stopped(series, one):
+                        times, bound = self.time(one.worker, one.trusted, index, role=one.name)
+                    if not one.trusted:
+                        one.batches.append(self.time_batch(one.worker, index, statistics.median(times)))
                 except _Failed as failure:
                     if not one.trusted:
                         raise
@@ -463,20 +481,70 @@ class _Evaluation:
         return times, bound if len(bound) == len(times) else []
 
     def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
-        ctx = self.ctx
         spots = self.read_outputs(out_path)
         if len(spots) < len(set(plan.spot_fractions)) - 1 or not spots:
             raise _Failed(Outcome.REJECTED, "outputs produced while timing were not handed over",
                           rule="dynamic.spot-check")
-        for key, output in spots.items():
+        self.check_outputs(spots, plan.seed, "an output produced while timing")
+
+    def check_outputs(self, outputs: dict[str, Any], first_seed: int, what: str) -> None:
+        """Each handed-over output (keyed by its call's index) against the reference on that call's inputs."""
+        ctx = self.ctx
+        for key, output in outputs.items():
             index = int(key)
-            inputs = ctx.problem.inputs(plan.seed + index, device=ctx.platform.device)
+            inputs = ctx.problem.inputs(first_seed + index, device=ctx.platform.device)
             with torch.no_grad():
                 expected = ctx.reference_model(*inputs)
             comparison = compare(expected, output, ctx.options.tolerance)
             if not comparison.ok:
-                raise _Failed(Outcome.INCORRECT, f"an output produced while timing (call {index}) is wrong: "
-                              f"{comparison.reason}")
+                raise _Failed(Outcome.INCORRECT, f"{what} (call {index}) is wrong: {comparison.reason}")
+
+    # ---- the harness's own clock (outside_clock.py) -------------------------------------------------------
+    def candidates_stopped(self, series: list[_Series], timed: _Series) -> contextlib.AbstractContextManager[None]:
+        """While a baseline is timed, every process of every candidate's worker stopped: a candidate's helpers
+        cannot load the machine while it is not itself being timed."""
+        if not timed.trusted:
+            return contextlib.nullcontext()
+        workers = {one.worker.process.pid for one in series if not one.trusted and one.worker.alive()}
+        return freeze.stopped(workers)
+
+    def time_batch(self, worker: Worker, round_index: int, claimed_ns: float) -> BatchReading:
+        """A batch of the candidate's calls timed end to end on this process's clock, and two of its outputs
+        (the last, and one picked once the batch was over) checked against the reference."""
+        ctx = self.ctx
+        memory = ctx.options.memory_mb * 2**20 if ctx.options.memory_mb else None
+        calls = batch_calls(claimed_ns, self.call_bytes, memory)
+        seed = ctx.input_seed + _BATCH_SEED + round_index * _ROUND_SEED_STRIDE
+        timeout = ctx.options.timeout_s
+        self.ask(worker, StageRequest(seed=seed, count=calls, role="candidate"), StageReply, timeout)
+        self.ask(worker, BatchRequest(count=calls, hold=False), BatchReply, timeout)  # warm: caches, allocator
+        empty = [self.timed_ask(worker, BatchRequest(count=0))]
+        batch = self.timed_ask(worker, BatchRequest(count=calls))
+        empty.append(self.timed_ask(worker, BatchRequest(count=0)))
+        picked = sorted({calls - 1, random.randrange(calls)})
+        out_path = worker.path(f"batch-{round_index}.pt")
+        self.ask(worker, HandOverRequest(calls=picked, out=str(out_path)), HandOverReply, timeout)
+        handed = self.read_outputs(out_path)
+        if sorted(int(key) for key in handed) != picked:
+            raise _Failed(Outcome.REJECTED, "the outputs of a timed batch were not handed over",
+                          rule="dynamic.spot-check")
+        self.check_outputs(handed, seed, "an output of a batch timed on the harness's clock")
+        return BatchReading(calls=calls, batch_ns=batch, empty_ns=min(empty))
+
+    def timed_ask(self, worker: Worker, request: BatchRequest) -> int:
+        """Nanoseconds on this process's clock from sending `request` to holding its answer."""
+        started = time.monotonic_ns()
+        self.ask(worker, request, BatchReply, self.ctx.options.timeout_s)
+        return time.monotonic_ns() - started
+
+    def check_outside_clock(self, candidate: _Series, stats: TimingStats) -> None:
+        """Reject a candidate whose worker's timer reported far less than its batches took on this clock."""
+        if not candidate.batches:
+            return
+        self.outside_ms = min(reading.per_call_ns for reading in candidate.batches) / 1e6
+        problem = outside_disagreement(stats.median_ms * 1e6, candidate.batches)
+        if problem:
+            raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
 
     # ---- plumbing ----------------------------------------------------------------------------------------
     def ask(self, worker: Worker, request: BaseModel, expected: type[ReplyT], timeout_s: float) -> ReplyT:
@@ -512,6 +580,8 @@ class _Evaluation:
 
     def verdict(self, outcome: Outcome, reason: str, rule: str | None = None, timing: TimingStats | None = None,
                 eager: TimingStats | None = None, compiled: TimingStats | None = None) -> Verdict:
+        if outcome == Outcome.CORRECT and self.trials_run == 0:
+            raise RuntimeError("kforge bug: a verdict of correct without a single correctness trial")
         total = time.perf_counter() - self.started
         runtime = timing.median_ms if timing else None
         compared = self.trials_run > 0 or outcome == Outcome.INCORRECT
@@ -522,6 +592,7 @@ class _Evaluation:
             max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
             trials=self.trials_run, timing=timing, build_s=self.build_s, eval_s=total - (self.build_s or 0.0),
             timing_s=self.timing_s, warnings=self.warnings, input_seed=self.ctx.input_seed,
+            outside_ms=self.outside_ms if timing else None,
         ).with_baselines(Baselines(eager=eager, compiled=compiled))
 
 
@@ -539,6 +610,7 @@ class _Series:
     rounds_done: int = 0
     times: list[int] = field(default_factory=list)
     bound: list[bool] = field(default_factory=list)
+    batches: list[BatchReading] = field(default_factory=list)  # the candidate's, timed on the harness's clock
 
     @property
     def trusted(self) -> bool:
@@ -554,6 +626,15 @@ class _Series:
         if not self.rounds_done:
             return f"{label} baseline unavailable: {cause}"
         return f"{label} baseline timed in {self.rounds_done} of {rounds} rounds only: {cause}"
+
+
+def _tensor_bytes(value: Any) -> int:
+    """Bytes of every tensor in a (nested) value."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(_tensor_bytes(item) for item in value)
+    return 0
 
 
 def _trial_seed(input_seed: int, trial: int) -> int:

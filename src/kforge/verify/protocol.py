@@ -4,6 +4,10 @@ Requests travel as one JSON line each on the worker's stdin; replies as one JSON
 descriptor. The worker validates what it is asked (`parse_request`); the harness validates every reply against
 the model it expects (`read_reply`), because a candidate shares the worker's process and can write anything on
 that descriptor: a reply that does not fit is a `MalformedReply`, which the harness turns into a verdict.
+
+No reply carries a verdict. The worker hands over data (outputs through files, raw timing samples, the operators
+it saw) and failures of a fixed set of kinds; whether a candidate is correct, and how fast, is decided by the
+harness alone. A reply that claims more than a failure (`kind: "correct"`) fits no model and is malformed.
 """
 
 from __future__ import annotations
@@ -62,6 +66,35 @@ class BuildRequest(_Message):
     solution: str
 
 
+class StageRequest(_Message):
+    """Draw `count` input sets (seeds `seed`, `seed + 1`, ...) for a batch of calls of the model loaded as `role`,
+    and hold them until the batch runs: drawing stays out of the harness's clock."""
+
+    op: Literal["stage"] = "stage"
+    seed: int
+    count: int = Field(ge=1, le=4096)
+    role: str | None = None
+    variant: int = 0
+
+
+class BatchRequest(_Message):
+    """Call the model once on each staged input set, back to back, synchronize the device and answer. The harness
+    times this request end to end on its own clock; `count=0` answers at once (the request's own cost)."""
+
+    op: Literal["batch"] = "batch"
+    count: int = Field(ge=0, le=4096)
+    hold: bool = True  # False: let the outputs go before answering (a warm-up batch, whose outputs fill the
+    #                    allocator's cache with as many blocks as the timed batch will hold)
+
+
+class HandOverRequest(_Message):
+    """Write the outputs of the batch's calls `calls` (chosen by the harness after the batch) to the file `out`."""
+
+    op: Literal["hand_over"] = "hand_over"
+    calls: list[int] = Field(max_length=16)
+    out: str
+
+
 class ProfileRequest(_Message):
     op: Literal["profile"] = "profile"
     seed: int
@@ -72,8 +105,8 @@ class ExitRequest(_Message):
     op: Literal["exit"] = "exit"
 
 
-Request = Annotated[LoadRequest | RunRequest | TimeRequest | BuildRequest | ProfileRequest | ExitRequest,
-                    Field(discriminator="op")]
+Request = Annotated[LoadRequest | RunRequest | TimeRequest | StageRequest | BatchRequest | HandOverRequest
+                    | BuildRequest | ProfileRequest | ExitRequest, Field(discriminator="op")]
 _REQUEST = TypeAdapter(Request)
 
 
@@ -139,8 +172,25 @@ class TimeReply(_Reply):
     spots: list[int]
 
 
+class StageReply(_Reply):
+    count: int
+
+
+class BatchReply(_Reply):
+    count: int
+
+
+class HandOverReply(_Reply):
+    calls: list[int]
+
+
 class ProfileReply(_Reply):
     profile: dict[str, Any]  # validated by the profiling schema where it is used
+
+
+# The only failures a worker can report: each becomes the verdict of the same name. "correct", "incorrect" and
+# "timeout" are not among them: the first two are the harness's to decide, the last its clock's.
+FailureKind = Literal["compile_error", "runtime_error", "rejected", "crashed"]
 
 
 class Failure(BaseModel):
@@ -149,7 +199,7 @@ class Failure(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ok: Literal[False] = False
-    kind: str
+    kind: FailureKind
     message: str
     rule: str | None = None
     worker_s: float = 0.0

@@ -195,6 +195,9 @@ class Worker:
         WorkerFailure when the worker dies or hangs, MalformedReply (the worker is killed) when what it wrote
         fits neither: a candidate shares the worker's process and may write anything."""
         assert self.process.stdin is not None
+        if self._unasked():
+            self.kill()
+            raise MalformedReply("the worker wrote a reply nobody asked for (more than one line to a request)")
         try:
             self.process.stdin.write((message.model_dump_json() + "\n").encode())
             self.process.stdin.flush()
@@ -205,6 +208,20 @@ class Worker:
         except MalformedReply:
             self.kill()
             raise
+
+    def _unasked(self) -> bool:
+        """Whether the worker wrote anything since its last answer: one request, one line, and nothing between.
+        A candidate writing on the reply channel (a forged reply ahead of the worker's own, say) is seen here
+        at the latest, when the line it pushed down the queue is left over."""
+        if self._buffer:
+            return True
+        fd = self._replies.fileno()
+        ready, _, _ = select.select([fd], [], [], 0)
+        if not ready:
+            return False
+        chunk = os.read(fd, 1 << 16)  # empty at the end of the stream: a dead worker, told apart by the read
+        self._buffer += chunk
+        return bool(chunk)
 
     def _read_line(self, timeout_s: float) -> bytes:
         deadline = time.monotonic() + timeout_s

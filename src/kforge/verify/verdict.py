@@ -105,6 +105,9 @@ class Verdict(BaseModel):
     build_s: float | None = Field(default=None, description="seconds spent compiling the candidate")
     eval_s: float | None = Field(default=None, description="seconds spent evaluating, builds excluded")
     timing_s: float | None = Field(default=None, description="seconds of eval_s spent in timing loops")
+    outside_ms: float | None = Field(default=None, description=(
+        "milliseconds a call in the quickest batch of calls the harness timed end to end on its own clock, out "
+        "of the candidate's reach (a cross-check of runtime_ms, which is measured inside the worker)"))
     input_seed: int | None = Field(default=None, description=(
         "base of the seeds the inputs were drawn after: EvalOptions.input_seed (kforge eval --input-seed) "
         "draws the same inputs again"))

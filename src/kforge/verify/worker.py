@@ -30,12 +30,17 @@ from kforge.verify import tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
 from kforge.verify.protocol import (
+    BatchReply,
+    BatchRequest,
     BuildReply,
     BuildRequest,
     BuiltLibrary,
     ExitRequest,
     Failure,
+    FailureKind,
     Greeting,
+    HandOverReply,
+    HandOverRequest,
     LoadReply,
     LoadRequest,
     ProfileReply,
@@ -43,6 +48,8 @@ from kforge.verify.protocol import (
     RunReply,
     RunRequest,
     SandboxReport,
+    StageReply,
+    StageRequest,
     TimeReply,
     TimeRequest,
     parse_request,
@@ -62,7 +69,7 @@ _EXIT_DEVICE_LOST = 70
 class RequestFailed(Exception):
     """A request that ends in a verdict-worthy failure of the candidate."""
 
-    def __init__(self, kind: str, message: str, rule: str | None = None) -> None:
+    def __init__(self, kind: FailureKind, message: str, rule: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.rule = rule
@@ -78,6 +85,7 @@ class WorkerState:
         self.model: Any = None  # the model loaded last: what `run` and `profile` call
         self.models: dict[str, Any] = {}  # every model loaded, by the role it was loaded as: what `time` calls
         self.candidate_loaded = False
+        self.batch = Batch()
 
     # ---- requests ----------------------------------------------------------------------------------------
     def load(self, request: LoadRequest) -> LoadReply:
@@ -173,6 +181,47 @@ class WorkerState:
                          # takes the harness's waiting time too, and must not read as stopped clocks.
                          loop_ns=second_clock() - started, spots=sorted(result.spot_outputs))
 
+    def stage(self, request: StageRequest) -> StageReply:
+        """Draw a batch's inputs ahead of it, so that the harness's clock sees only the calls."""
+        problem, platform = self._ready()
+        model = self.model if request.role is None else self.models.get(request.role)
+        if model is None:
+            raise RequestFailed("runtime_error", f"no model loaded as {request.role}")
+        self.batch = Batch(model, [problem.inputs(request.seed + index, request.variant, platform.device)
+                                   for index in range(request.count)])
+        platform.synchronize()
+        return StageReply(count=request.count)
+
+    def run_batch(self, request: BatchRequest) -> BatchReply:
+        """The staged calls back to back, then one device-wide wait: nothing else runs inside the harness's clock.
+        Outputs are held, not copied (a copy would be timed too); the harness picks which to check afterwards."""
+        _, platform = self._ready()
+        if request.count == 0:
+            return BatchReply(count=0)
+        if request.count != len(self.batch.inputs):
+            raise RequestFailed("runtime_error", f"{len(self.batch.inputs)} input sets staged, "
+                                f"{request.count} calls asked for")
+        try:
+            with torch.no_grad():
+                self.batch.call_all()
+            platform.synchronize()
+        except Exception as exc:
+            raise RequestFailed("runtime_error", f"forward failed: {_describe(exc)}") from exc
+        if not request.hold:
+            self.batch.outputs = []
+        return BatchReply(count=request.count)
+
+    def hand_over(self, request: HandOverRequest) -> HandOverReply:
+        """Copy the outputs of the calls the harness chose into a file, then let the batch go."""
+        held = self.batch.outputs
+        if any(not 0 <= call < len(held) for call in request.calls):
+            raise RequestFailed("runtime_error", f"the batch held {len(held)} outputs")
+        kept = {str(call): self._keep(held[call]) for call in request.calls}
+        self.batch = Batch()
+        self._check_tamper()
+        tensors.save(kept, Path(request.out))
+        return HandOverReply(calls=request.calls)
+
     # ---- helpers -----------------------------------------------------------------------------------------
     def _ready(self) -> tuple[Problem, Platform]:
         if self.problem is None or self.platform is None or self.model is None:
@@ -227,6 +276,39 @@ class WorkerState:
             raise RequestFailed("rejected", finding.message, rule=finding.rule)
 
 
+class Batch:
+    """The input sets staged for a batch of calls and, once it ran, what each call returned."""
+
+    def __init__(self, model: Any = None, inputs: list[list[Any]] | None = None) -> None:
+        self.model = model
+        self.inputs = inputs or []
+        self.outputs: list[Any] = []
+
+    def call_all(self) -> None:
+        """Call the model on every staged input set. An output whose memory an earlier output of the batch
+        already uses (a kernel that writes one buffer each time) is copied at once, so that every call's
+        answer can still be checked; the copy is the candidate's to pay for."""
+        self.outputs = []
+        seen: set[int] = set()
+        for inputs in self.inputs:
+            output = self.model(*inputs)
+            places = _storages(output)
+            if places & seen:
+                output = tensors.plain_copy(output)
+                places = _storages(output)
+            seen |= places
+            self.outputs.append(output)
+
+
+def _storages(value: Any) -> set[int]:
+    """The addresses of the memory the tensors in an output live in (several views of one buffer share one)."""
+    if type(value) is torch.Tensor:
+        return {value.untyped_storage().data_ptr()}
+    if isinstance(value, (tuple, list)):
+        return set().union(*(_storages(item) for item in value)) if value else set()
+    return set()
+
+
 def _tensor_bytes(values: list[Any]) -> int:
     return sum(value.numel() * value.element_size() for value in values if isinstance(value, torch.Tensor))
 
@@ -244,7 +326,8 @@ def _describe(exc: BaseException) -> str:
 
 def serve(state: WorkerState, requests: Any, reply: Any) -> None:
     handlers: dict[type[Any], Callable[[Any], Any]] = {
-        LoadRequest: state.load, RunRequest: state.run, TimeRequest: state.time, BuildRequest: state.build,
+        LoadRequest: state.load, RunRequest: state.run, TimeRequest: state.time, StageRequest: state.stage,
+        BatchRequest: state.run_batch, HandOverRequest: state.hand_over, BuildRequest: state.build,
         ProfileRequest: state.profile}
     for line in requests:
         request = parse_request(line)

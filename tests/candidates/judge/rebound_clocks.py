@@ -1,0 +1,37 @@
+"""Trick candidate for tests/problems/leaky_scale.py: rewrites the worker's timing loop in place (the function
+object stays the same, so no rebinding shows) to divide every clock reading by 25, the per-call timer and the
+second clock alike, so that the worker's own cross-check sees them agree. An in-place rewrite like this is what a
+C++ candidate can do through the interpreter's module table; judged with the policy off, in Python."""
+
+import sys
+import types
+
+import torch
+import torch.nn as nn
+
+_timing = sys.modules["kforge.verify.timing"]
+_loop = _timing.run_timing
+_timing.__dict__["_honest_loop"] = types.FunctionType(_loop.__code__, _loop.__globals__, "_honest_loop",
+                                                      _loop.__defaults__, _loop.__closure__)
+
+
+def _scaled(call, make_inputs, platform, plan, keep):
+    run = _honest_loop(call, make_inputs, platform, plan, keep)  # noqa: F821 - found in the timing module
+    run.times_ns = [reading // 25 for reading in run.times_ns]
+    run.second_clock_ns = [reading // 25 for reading in run.second_clock_ns]
+    run.lead_in_ns = [reading // 25 for reading in run.lead_in_ns]
+    run.loop_ns //= 25
+    return run
+
+
+_loop.__code__ = _scaled.__code__
+
+
+class ModelNew(nn.Module):
+    def __init__(self, cols: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(cols))
+
+    def forward(self, x):
+        y = x * self.scale
+        return torch.where(y > 0, y, 0.1 * y)
