@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from kforge.verify.evaluate import evaluate
 from kforge.verify.protocol import LoadReply, LoadRequest
@@ -81,6 +82,35 @@ def test_a_log_replaced_by_a_link_to_dev_zero_still_gives_a_verdict(tmp_path: Pa
     assert verdict.verdict == Outcome.CRASHED, verdict.reason
     assert "exited with status 3" in verdict.reason
     assert "the candidate's own last words" in verdict.reason
+
+
+def test_an_outputs_file_replaced_by_a_link_to_a_users_file_is_refused(tmp_path: Path) -> None:
+    # Before: the harness read the link's target, a file of the user's it was never handed (here a torch file, so
+    # the verdict was judged on it: "the worker's output file is incomplete").
+    target = tmp_path / "planted" / "outputs.pt"
+    target.parent.mkdir()
+    torch.save({"outputs": [], "inputs_after": []}, target)
+    verdict = judge(tmp_path, "outputs_link", {"TARGET": target})
+    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.output-type", verdict.reason
+    assert "symbolic link" in verdict.reason
+
+
+@pytest.mark.timeout(300)
+def test_an_outputs_file_replaced_by_a_link_to_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    # Before: the harness opened the FIFO to read it and waited forever for a writer (no verdict, no timeout).
+    fifo = tmp_path / "planted" / "outputs.fifo"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    verdict = judge(tmp_path, "outputs_link", {"TARGET": fifo})
+    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.output-type", verdict.reason
+    assert "symbolic link" in verdict.reason
+
+
+def test_an_outputs_file_larger_than_the_worker_could_have_written_is_refused_unread(tmp_path: Path) -> None:
+    # A sparse file of 8 GiB from a worker limited to 1.5 GiB: no honest torch.save of its outputs is that large.
+    verdict = judge(tmp_path, "outputs_oversized", {"SIZE": 8 << 30}, memory_mb=1536)
+    assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.output-type", verdict.reason
+    assert "larger than" in verdict.reason
 
 
 def test_a_link_planted_where_the_harness_hands_files_over_is_replaced_not_followed(
