@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from kforge.verify.evaluate import evaluate
+from kforge.verify.prebuild import prebuild
 from kforge.verify.protocol import LoadReply, LoadRequest
 from kforge.verify.sandbox import Limits, UnsafeFile, Worker, WorkerPool, read_file_at, write_new_file_at
 from kforge.verify.verdict import Outcome, Verdict
@@ -140,6 +141,13 @@ def test_an_over_long_reply_line_is_refused_without_being_held(tmp_path: Path) -
     verdict = judge(tmp_path, "long_reply", {"BYTES": 24 << 20}, timeout_s=30.0)
     assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.protocol", verdict.reason
     assert "longer than" in verdict.reason
+
+
+def test_a_build_folder_named_through_a_link_loop_fails_the_prebuild_without_raising(tmp_path: Path) -> None:
+    # Before: resolving the folder the (forged) build reply named raised RuntimeError out of prebuild, which promises
+    # never to raise for a bad candidate.
+    result = prebuild(PATHS / "build_folder_loop.py", {}, tmp_path / "cache", policy=POLICY_OFF)
+    assert not result.ok and "outside the cache" in result.message, result
 
 
 # ---- the two primitives, on a directory the test plays the candidate in ------------------------------------------
