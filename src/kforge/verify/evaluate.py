@@ -22,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import psutil
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,7 +54,15 @@ from kforge.verify.protocol import (
     TimeReply,
     TimeRequest,
 )
-from kforge.verify.sandbox import SANDBOX_HINT, Limits, SandboxUnavailable, Worker, WorkerFailure, WorkerPool
+from kforge.verify.sandbox import (
+    SANDBOX_HINT,
+    Limits,
+    SandboxUnavailable,
+    UnsafeFile,
+    Worker,
+    WorkerFailure,
+    WorkerPool,
+)
 from kforge.verify.static_check import check_source
 from kforge.verify.timing import (
     ClockReadings,
@@ -73,6 +82,9 @@ _TIMING_SEED = 1_000_003
 _ROUND_SEED_STRIDE = 100_003
 # The inputs of the batches timed on the harness's own clock (outside_clock.py), apart from the timed calls'.
 _BATCH_SEED = 7_000_003
+# What torch.save adds to the tensors' own bytes in an outputs file: the archive's records and their alignment,
+# the pickled structure. Far more than an honest file's (kilobytes), far less than a reason to refuse one.
+_OUTPUT_FILE_SLACK = 64 << 20
 # How a refusal by the sandbox reads in a failure's text (errno 13 or 1, as C, Python or a shell words it).
 _REFUSED = re.compile(r"Permission denied|Operation not permitted|\bE(ACCES|PERM)\b|\berror (13|1)\b|"
                       r"\[Errno (13|1)\]|can't create")
@@ -330,8 +342,11 @@ class _Evaluation:
         options = self.ctx.options
         if candidate:
             self.ctx.progress("building and loading the candidate")
-        problem = worker.hand_over("problem.py", self.ctx.problem.source)
-        solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
+        try:
+            problem = worker.hand_over("problem.py", self.ctx.problem.source)
+            solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
+        except WorkerFailure as failure:
+            raise _Failed(Outcome.CRASHED, str(failure)) from None
         request = LoadRequest(problem=str(problem), solution=None if solution is None else str(solution),
                               seed=options.seed, platform=self.ctx.platform.name, compile=compile_model, role=role)
         reply = self.ask(worker, request, LoadReply, options.build_timeout_s + options.timeout_s)
@@ -367,7 +382,7 @@ class _Evaluation:
         violation = judge_dispatched_ops(set(reply.ops), ctx.reference_ops, ctx.options.policy)
         if violation:
             raise _Failed(Outcome.REJECTED, violation.message, rule=violation.rule)
-        record = self.read_outputs(out_path)
+        record = self.read_outputs(worker, out_path)
         outputs = record.get("outputs", [])
         if len(outputs) != 2:
             raise _Failed(Outcome.CRASHED, "the worker's output file is incomplete")
@@ -473,15 +488,15 @@ class _Evaluation:
         readings = ClockReadings(times, reply.second_clock_ns, reply.loop_ns, elapsed,
                                  lead_in if usable_lead_in else [])
         if not trusted:
-            self.spot_check(out_path, plan)
+            self.spot_check(worker, out_path, plan)
             problem = clock_disagreement(readings)
             if problem:
                 raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
         bound = reply.host_bound
         return times, bound if len(bound) == len(times) else []
 
-    def spot_check(self, out_path: Path, plan: TimingPlan) -> None:
-        spots = self.read_outputs(out_path)
+    def spot_check(self, worker: Worker, out_path: Path, plan: TimingPlan) -> None:
+        spots = self.read_outputs(worker, out_path)
         if len(spots) < len(set(plan.spot_fractions)) - 1 or not spots:
             raise _Failed(Outcome.REJECTED, "outputs produced while timing were not handed over",
                           rule="dynamic.spot-check")
@@ -524,7 +539,7 @@ class _Evaluation:
         picked = sorted({calls - 1, random.randrange(calls)})
         out_path = worker.path(f"batch-{round_index}.pt")
         self.ask(worker, HandOverRequest(calls=picked, out=str(out_path)), HandOverReply, timeout)
-        handed = self.read_outputs(out_path)
+        handed = self.read_outputs(worker, out_path)
         if sorted(int(key) for key in handed) != picked:
             raise _Failed(Outcome.REJECTED, "the outputs of a timed batch were not handed over",
                           rule="dynamic.spot-check")
@@ -565,11 +580,17 @@ class _Evaluation:
             message += f"\n{SANDBOX_HINT}"
         raise _Failed(outcome, message, rule=reply.rule)
 
-    def read_outputs(self, path: Path) -> dict[str, Any]:
+    def read_outputs(self, worker: Worker, path: Path) -> dict[str, Any]:
+        """The outputs file `path` the worker wrote, read without following anything the candidate may have put
+        under its name (Worker.read_file) and parsed from the bytes read; a verdict when it cannot be."""
         try:
-            record = tensors.load(path)
+            record = tensors.load(worker.read_file(path, self.output_file_cap))
         except FileNotFoundError:
             raise _Failed(Outcome.CRASHED, "the worker wrote no output file") from None
+        except UnsafeFile as exc:
+            raise _Failed(Outcome.REJECTED, f"the candidate's output file {path.name} {exc}; the harness reads only a "
+                          "regular file the worker wrote, no larger than its memory could hold",
+                          rule="dynamic.output-type") from None
         except Exception as exc:
             raise _Failed(Outcome.REJECTED, f"the candidate's outputs could not be read safely: "
                           f"{str(exc).splitlines()[0][:200]}", rule="dynamic.output-type") from None
@@ -577,6 +598,16 @@ class _Evaluation:
             raise _Failed(Outcome.REJECTED, "the candidate's output file has the wrong structure",
                           rule="dynamic.output-type")
         return record
+
+    @cached_property
+    def output_file_cap(self) -> int:
+        """The largest outputs file the harness reads. Every tensor of an honest one was held by the worker at once
+        when it saved them: in its host memory, which its limit bounds (the machine's, where it has none), or on
+        its device. A larger file is not an honest one (a sparse file, say), and reading it whole could exhaust
+        this process's memory."""
+        limit_mb = self.ctx.options.memory_mb
+        host = limit_mb << 20 if limit_mb else psutil.virtual_memory().total
+        return host + _device_memory(self.ctx.platform.device) + _OUTPUT_FILE_SLACK
 
     def verdict(self, outcome: Outcome, reason: str, rule: str | None = None, timing: TimingStats | None = None,
                 eager: TimingStats | None = None, compiled: TimingStats | None = None) -> Verdict:
@@ -635,6 +666,18 @@ def _tensor_bytes(value: Any) -> int:
     if isinstance(value, (tuple, list)):
         return sum(_tensor_bytes(item) for item in value)
     return 0
+
+
+def _device_memory(device: torch.device) -> int:
+    """The device's memory in bytes (torch.cuda, torch.xpu and the like tell it); 0 for the CPU, and where torch
+    does not tell."""
+    if device.type == "cpu":
+        return 0
+    properties = getattr(getattr(torch, device.type, None), "get_device_properties", None)
+    try:
+        return int(properties(device).total_memory) if properties is not None else 0
+    except (RuntimeError, AssertionError, AttributeError, ValueError):
+        return 0
 
 
 def _trial_seed(input_seed: int, trial: int) -> int:

@@ -78,8 +78,11 @@ def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, pol
     cache_root = cache.resolve()
     libraries = []
     for library in reply.libraries:  # the reply comes from the candidate's process: trust no path outside the cache
-        folder = Path(library.folder).resolve()
-        if not folder.is_relative_to(cache_root):
+        try:
+            folder: Path | None = Path(library.folder).resolve()
+        except (OSError, RuntimeError):  # a loop of links (RuntimeError), which a candidate can plant in the cache
+            folder = None
+        if folder is None or not folder.is_relative_to(cache_root):
             return PrebuildResult(solution, False, reply.build_s, f"the worker named a build folder outside the "
                                                                   f"cache: {library.folder}")
         libraries.append((library.name, folder))

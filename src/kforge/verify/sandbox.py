@@ -9,11 +9,13 @@ harness watches the worker's resident memory as well, and kills it on a wall-clo
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import resource
 import select
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,17 @@ _ENV_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COO
 # than glibc ignores the variable.
 ALLOCATOR_TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
 _LOG_TAIL_BYTES = 4000
+# The longest reply line the harness collects: a candidate shares the worker's reply channel, and a line without
+# an end would otherwise grow in this process until it ran out of memory. The largest honest replies are a timing
+# reply (four numbers a timed call: 13.6 KB for a round of 300 calls of 12-digit nanoseconds, the default's most)
+# and a profile (one row a distinct kernel: 0.6 KB for leaky_scale on the CPU; a GPU model of a thousand kernels
+# with long template names, a few KB each, stays near a few MiB).
+MAX_REPLY_LINE_BYTES = 8 << 20
+# Flags for every file the harness opens in a worker's directory: never through a link (the last component; the
+# directory itself is reached through its descriptor), never as its controlling terminal, never inherited.
+_NO_FOLLOWING = os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 _CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 # How often the harness reads the worker's resident memory while it waits. Rarely: each reading walks /proc
 # and takes CPU time from the kernel being timed on the same cores; RLIMIT_AS is the hard limit meanwhile.
@@ -57,6 +70,11 @@ SANDBOX_HINT = ("(refused by kforge's sandbox: a candidate may write only its wo
 
 class SandboxUnavailable(RuntimeError):
     """The kernel cannot enforce the sandbox's limits and the caller required them; one line for the user."""
+
+
+class UnsafeFile(ValueError):
+    """A file in a worker's directory that the harness will not read: a link, not a regular file, linked from
+    elsewhere too, or larger than the caller's cap. The message says which, as the end of a sentence naming it."""
 
 
 class WorkerFailure(Exception):
@@ -109,7 +127,11 @@ class Worker:
         answers, else as a fresh interpreter."""
         self.limits = limits
         self.directory = Path(tempfile.mkdtemp(prefix="kforge-worker-", dir=_fast_tmp()))
+        # Opened now, before the worker exists: the candidate may replace any name in its directory (the directory
+        # itself it cannot), so the harness never walks a path into it again; it looks names up beneath this.
+        self._directory_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | _NO_FOLLOWING)
         self.log_path = self.directory / "worker.log"
+        self._log_fd = self._open_log()
         env = scrubbed_environment(extra_env or {}, self.directory)
         plan = self.path("confinement.json")
         plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env).to_json())
@@ -123,30 +145,34 @@ class Worker:
         self._buffer = b""
         self.started = False
 
+    def _open_log(self) -> int:
+        """The worker's log, created afresh and kept open: the worker writes it as its stdout and stderr, and the
+        harness reads its tail through this same descriptor (log_tail). A candidate that replaces the name with
+        a link (to a user's file, to /dev/zero) changes only the name; what the harness reads stays the log."""
+        return os.open("worker.log", os.O_RDWR | os.O_CREAT | os.O_EXCL | _NO_FOLLOWING, 0o600,
+                       dir_fd=self._directory_fd)
+
     def _launch(self, env: dict[str, str], plan: Path, cache_dir: Path, reply_fd: int) -> subprocess.Popen[bytes]:
         limits = self.limits
-        with open(self.log_path, "wb") as log:
-            return subprocess.Popen(
-                [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker_start", "--confine", str(plan),
-                 "--", "--reply-fd", str(reply_fd), "--cache-dir", str(cache_dir)],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(reply_fd,),
-                cwd=self.directory, env=env, start_new_session=True,
-                preexec_fn=lambda: _limit_child(limits),
-            )
+        return subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "kforge.verify.worker_start", "--confine", str(plan),
+             "--", "--reply-fd", str(reply_fd), "--cache-dir", str(cache_dir)],
+            stdin=subprocess.PIPE, stdout=self._log_fd, stderr=subprocess.STDOUT, pass_fds=(reply_fd,),
+            cwd=self.directory, env=env, start_new_session=True,
+            preexec_fn=lambda: _limit_child(limits),
+        )
 
     def _fork(self, server: ForkServer, env: dict[str, str], plan: Path, cache_dir: Path,
               reply_fd: int) -> ForkedProcess | None:
         """The worker forked by `server`, or None when the server cannot fork one."""
         requests_read, requests_write = os.pipe()
-        log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            process = server.spawn(self.directory, env, plan, cache_dir, requests_read, log, reply_fd)
+            process = server.spawn(self.directory, env, plan, cache_dir, requests_read, self._log_fd, reply_fd)
         except ForkServerError:
             os.close(requests_write)
             return None
         finally:
             os.close(requests_read)
-            os.close(log)
         process.stdin = os.fdopen(requests_write, "wb")
         return process
 
@@ -161,11 +187,23 @@ class Worker:
         return self.directory / name
 
     def hand_over(self, name: str, text: str) -> Path:
-        """Write `text` into the worker's directory (the only user files the worker may read); its path."""
-        path = self.path(name)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-        return path
+        """Write `text` into the worker's directory (the only user files the worker may read); its path. Whatever
+        the name holds (a link a candidate planted to a user's file) is replaced, never read or written through
+        (write_new_file_at); WorkerFailure when it cannot be."""
+        try:
+            write_new_file_at(self._directory_fd, name, text.encode())
+        except OSError as exc:
+            raise WorkerFailure("crashed", f"{name} could not be handed over to the worker "
+                                           f"({exc.strerror or exc})") from None
+        return self.path(name)
+
+    def read_file(self, path: Path, cap: int) -> bytes:
+        """The bytes of a file the worker wrote in its directory, read as `read_file_at` reads (no link followed,
+        a regular file of one name only, at most `cap` bytes): FileNotFoundError when there is none, UnsafeFile
+        when the harness will not read it."""
+        if path.parent != self.directory:
+            raise ValueError(f"{path} is not a file of the worker's directory {self.directory}")
+        return read_file_at(self._directory_fd, path.name, cap)
 
     def start(self, timeout_s: float) -> None:
         """Wait for the worker's greeting (imports take a few seconds); WorkerFailure when there is none."""
@@ -227,6 +265,7 @@ class Worker:
         deadline = time.monotonic() + timeout_s
         fd = self._replies.fileno()
         while b"\n" not in self._buffer:
+            _check_line_length(self._buffer)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
@@ -239,6 +278,7 @@ class Worker:
                 self._buffer += chunk
             self._check_memory()
         line, _, self._buffer = self._buffer.partition(b"\n")
+        _check_line_length(line)
         return line
 
     def _check_memory(self) -> None:
@@ -267,11 +307,11 @@ class Worker:
         return WorkerFailure("crashed", f"{what}{_last_lines(tail)}")
 
     def log_tail(self) -> str:
+        """The log's last bytes, read through the descriptor opened before the worker started (_open_log), never
+        by its name, and never more than _LOG_TAIL_BYTES of them."""
         try:
-            with open(self.log_path, "rb") as log:
-                log.seek(0, os.SEEK_END)
-                log.seek(max(0, log.tell() - _LOG_TAIL_BYTES))
-                return log.read().decode(errors="replace")
+            size = os.fstat(self._log_fd).st_size
+            return os.pread(self._log_fd, _LOG_TAIL_BYTES, max(0, size - _LOG_TAIL_BYTES)).decode(errors="replace")
         except OSError:
             return ""
 
@@ -294,6 +334,10 @@ class Worker:
         for stream in (self.process.stdin, self._replies):
             with contextlib.suppress(Exception):
                 stream.close()  # type: ignore[union-attr]
+        for fd in (self._log_fd, self._directory_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._log_fd = self._directory_fd = -1  # closed: a second close must not close another's descriptor
         _remove_tree(self.directory)
 
 
@@ -432,6 +476,92 @@ def writable_caches(cache_dir: Path, env: dict[str, str]) -> list[Path]:
     """The caches a worker may write: the build cache and the compiler caches its environment names."""
     named = [Path(env[key]) for key in _CACHE_VARIABLES if env.get(key)]
     return [cache_dir, *named]
+
+
+def read_file_at(directory_fd: int, name: str, cap: int) -> bytes:
+    """The bytes of the file `name` in the directory `directory_fd`, which a candidate may write.
+
+    Whatever the candidate left under that name, the harness neither follows it nor waits on it nor reads it
+    without end: opened with O_NOFOLLOW (a link is refused, not followed) and O_NONBLOCK (a FIFO with no writer
+    opens at once, to be refused), then checked with fstat to be a regular file with no other name (a hard link
+    would be a file from elsewhere) and at most `cap` bytes, then read up to the size fstat saw. FileNotFoundError
+    when there is nothing; UnsafeFile, its message saying why, for anything else the harness will not read.
+    """
+    _check_name(name)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NO_FOLLOWING, dir_fd=directory_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # what O_NOFOLLOW answers for a link (Linux; the BSDs)
+            raise UnsafeFile("is a symbolic link") from None
+        if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
+            raise UnsafeFile("is not a regular file") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        refusal = _refusal(info, cap)
+        if refusal:
+            raise UnsafeFile(refusal)
+        return _read_exactly(fd, info.st_size)
+    finally:
+        os.close(fd)
+
+
+def write_new_file_at(directory_fd: int, name: str, data: bytes) -> None:
+    """Put `data` under `name` in the directory `directory_fd`, which a candidate may write, as a new file of the
+    harness's own. Whatever is there is removed without being followed (unlink removes a link, not its target),
+    and the file is created with O_EXCL and O_NOFOLLOW: should something be planted again between the two steps,
+    the creation fails (OSError) rather than write through it."""
+    _check_name(name)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=directory_fd)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOWING, 0o644, dir_fd=directory_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _check_name(name: str) -> None:
+    """A name in the directory itself: the harness looks up nothing beneath a name the candidate could make a
+    directory of, or a link to one."""
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a plain file name: {name!r}")
+
+
+def _refusal(info: os.stat_result, cap: int) -> str | None:
+    """Why the harness will not read a file of this kind and size, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((label for test, label in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+        return f"is {kind}, not a regular file"
+    if info.st_nlink != 1:
+        return f"has {info.st_nlink} names (a hard link to a file elsewhere)"
+    if info.st_size > cap:
+        return f"is larger than {cap >> 20} MiB ({info.st_size >> 20} MiB)"
+    return None
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """The file's `size` bytes, as fstat saw it; UnsafeFile when it grew since (one byte more is asked for to
+    tell): a worker's file is complete before its reply, and a growing one could outrun the cap."""
+    chunks: list[bytes] = []
+    left = size + 1
+    while left > 0:
+        chunk = os.read(fd, left)  # one call up to 2 GiB on Linux
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    if left == 0:
+        raise UnsafeFile("grew while it was read")
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _check_line_length(line: bytes) -> None:
+    """MalformedReply for a reply line (or the start of one) beyond MAX_REPLY_LINE_BYTES."""
+    if len(line) > MAX_REPLY_LINE_BYTES:
+        raise MalformedReply(f"a reply line longer than {MAX_REPLY_LINE_BYTES >> 20} MiB")
 
 
 def _last_lines(text: str, count: int = 6) -> str:

@@ -6,6 +6,7 @@ builds only tensors and plain containers and never runs code a candidate could h
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,10 @@ def save(value: Any, path: Path) -> None:
     torch.save(value, path)
 
 
-def load(path: Path) -> Any:
-    """Read what a worker wrote; only tensors and plain containers can come out."""
-    return torch.load(path, map_location="cpu", weights_only=True)
+def load(data: bytes) -> Any:
+    """Parse what a worker wrote, from bytes the harness read itself (sandbox.Worker.read_file: never through a
+    path the candidate could redirect); only tensors and plain containers can come out."""
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
 def same_bits(first: Any, second: Any) -> bool:
