@@ -18,7 +18,14 @@ import pytest
 
 from kforge.verify import freeze
 from kforge.verify.evaluate import evaluate
-from kforge.verify.outside_clock import TOLERANCE, BatchReading, batch_calls, outside_disagreement
+from kforge.verify.outside_clock import (
+    BATCHES_PER_ROUND,
+    TOLERANCE,
+    BatchPlan,
+    BatchReading,
+    outside_disagreement,
+    plan_batches,
+)
 from kforge.verify.policy import Policy
 from kforge.verify.protocol import Failure, LoadReply, MalformedReply, read_reply
 from kforge.verify.verdict import Outcome
@@ -66,17 +73,19 @@ def test_clocks_scaled_inside_the_worker_are_caught_by_the_harness_clock(platfor
     assert "on the harness's own clock" in cheat.reason
 
 
-def test_a_batch_lasts_long_enough_and_fits_in_memory() -> None:
-    assert batch_calls(1_000_000, 1 << 20) == 30  # 30 ms of 1 ms calls
-    assert batch_calls(10, 1 << 10) == 256  # a timer claiming nothing buys only the cap
-    assert batch_calls(1_000, 512 << 20) == 2  # two calls of 512 MiB fill the 1 GiB room
-    assert batch_calls(1_000, 512 << 20, memory_bytes=1 << 30) == 1  # a quarter of a 1 GiB worker
-    assert batch_calls(100_000_000, 1) == 1
+def test_batches_are_short_and_fit_in_memory() -> None:
+    assert plan_batches(500_000, 1 << 20) == BatchPlan(calls=4, batches=BATCHES_PER_ROUND)  # 2 ms of 0.5 ms calls
+    assert plan_batches(10, 1 << 10).calls == 64  # a timer claiming nothing buys only the cap
+    assert plan_batches(100_000_000, 1) == BatchPlan(calls=1, batches=BATCHES_PER_ROUND)
+    big = plan_batches(1_000, 300 << 20)  # three calls' inputs and outputs fill the 1 GiB room
+    assert big == BatchPlan(calls=1, batches=2) and big.staged == 3
+    assert plan_batches(1_000, 2 << 30) == BatchPlan(calls=1, batches=1)  # one warm-up and one timed call at least
+    assert plan_batches(1_000, 64 << 20, memory_bytes=1 << 30).staged == 4  # a quarter of a 1 GiB worker
 
 
 def test_a_timer_far_below_the_batches_is_contradicted() -> None:
-    readings = [BatchReading(calls=100, batch_ns=100_000_000 + 2_000_000, empty_ns=1_000_000),
-                BatchReading(calls=100, batch_ns=150_000_000, empty_ns=1_000_000)]
+    readings = [BatchReading(calls=100, batch_ns=100_000_000 + 1_050_000, empty_ns=250_000),
+                BatchReading(calls=100, batch_ns=150_000_000, empty_ns=250_000)]
     assert outside_disagreement(1_000_000, readings) is None  # 1 ms a call, as the quickest batch saw it
     assert outside_disagreement(0.9 * 1_000_000, readings) is None  # a little quicker: within the tolerance
     found = outside_disagreement(40_000, readings)  # 25 times quicker than the harness saw

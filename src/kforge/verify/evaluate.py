@@ -33,7 +33,7 @@ from kforge.verify import freeze, tensors
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.device_lock import device_lock
 from kforge.verify.ops import reference_ops
-from kforge.verify.outside_clock import BatchReading, batch_calls, outside_disagreement
+from kforge.verify.outside_clock import BatchReading, outside_disagreement, plan_batches
 from kforge.verify.policy import Policy, judge_dispatched_ops
 from kforge.verify.protocol import (
     BatchReply,
@@ -452,7 +452,7 @@ class _Evaluation:
                     with self.candidates_stopped(series, one):
                         times, bound = self.time(one.worker, one.trusted, index, role=one.name)
                     if not one.trusted:
-                        one.batches.append(self.time_batch(one.worker, index, statistics.median(times)))
+                        one.batches.extend(self.time_batches(one.worker, index, statistics.median(times)))
                 except _Failed as failure:
                     if not one.trusted:
                         raise
@@ -523,20 +523,24 @@ class _Evaluation:
         workers = {one.worker.process.pid for one in series if not one.trusted and one.worker.alive()}
         return freeze.stopped(workers)
 
-    def time_batch(self, worker: Worker, round_index: int, claimed_ns: float) -> BatchReading:
-        """A batch of the candidate's calls timed end to end on this process's clock, and two of its outputs
-        (the last, and one picked once the batch was over) checked against the reference."""
+    def time_batches(self, worker: Worker, round_index: int, claimed_ns: float) -> list[BatchReading]:
+        """Short batches of the candidate's calls, each timed end to end on this process's clock, and two of their
+        outputs (the last, and one picked once every batch was over) checked against the reference."""
         ctx = self.ctx
         memory = ctx.options.memory_mb * 2**20 if ctx.options.memory_mb else None
-        calls = batch_calls(claimed_ns, self.call_bytes, memory)
+        plan = plan_batches(claimed_ns, self.call_bytes, memory)
         seed = ctx.input_seed + _BATCH_SEED + round_index * _ROUND_SEED_STRIDE
         timeout = ctx.options.timeout_s
-        self.ask(worker, StageRequest(seed=seed, count=calls, role="candidate"), StageReply, timeout)
-        self.ask(worker, BatchRequest(count=calls, hold=False), BatchReply, timeout)  # warm: caches, allocator
+        calls = plan.calls
+        self.ask(worker, StageRequest(seed=seed, count=plan.staged, role="candidate"), StageReply, timeout)
+        # Warm-up: caches, lazy state, and the allocator's blocks for as many outputs as a batch holds.
+        self.ask(worker, BatchRequest(count=calls, hold=False), BatchReply, timeout)
         empty = [self.timed_ask(worker, BatchRequest(count=0))]
-        batch = self.timed_ask(worker, BatchRequest(count=calls))
-        empty.append(self.timed_ask(worker, BatchRequest(count=0)))
-        picked = sorted({calls - 1, random.randrange(calls)})
+        timed = []
+        for batch in range(1, plan.batches + 1):
+            timed.append(self.timed_ask(worker, BatchRequest(start=batch * calls, count=calls)))
+            empty.append(self.timed_ask(worker, BatchRequest(count=0)))
+        picked = sorted({plan.staged - 1, random.randrange(calls, plan.staged)})
         out_path = worker.path(f"batch-{round_index}.pt")
         self.ask(worker, HandOverRequest(calls=picked, out=str(out_path)), HandOverReply, timeout)
         handed = self.read_outputs(worker, out_path)
@@ -544,7 +548,7 @@ class _Evaluation:
             raise _Failed(Outcome.REJECTED, "the outputs of a timed batch were not handed over",
                           rule="dynamic.spot-check")
         self.check_outputs(handed, seed, "an output of a batch timed on the harness's clock")
-        return BatchReading(calls=calls, batch_ns=batch, empty_ns=min(empty))
+        return [BatchReading(calls=calls, batch_ns=took, empty_ns=min(empty)) for took in timed]
 
     def timed_ask(self, worker: Worker, request: BatchRequest) -> int:
         """Nanoseconds on this process's clock from sending `request` to holding its answer."""

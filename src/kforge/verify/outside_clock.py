@@ -1,17 +1,22 @@
-"""The harness's own clock on a candidate: batches of calls timed end to end from outside the worker.
+"""The harness's own clock on a candidate: short batches of calls timed end to end from outside the worker.
 
 The per-call figures a verdict reports are measured inside the worker, where the candidate runs too; a candidate
 that reaches the worker's timing code (C++ can rewrite any function of the interpreter) could scale every clock
 there alike, and no comparison made inside the worker would notice. So after each of its timing rounds the
-harness also times, on its own clock, a batch of calls the worker makes back to back (inputs drawn beforehand,
-one device-wide wait at the end), subtracts what a batch of no calls costs the same way, and checks two outputs
-of the batch, the last and one it picks after the batch returned. The batch runs warm and without the cache
-flushes of the timed calls, so an honest kernel's batch is no slower a call than its reported median; a worker
-timer that reports far less than the batch took is rejected (`dynamic.clock`).
+harness also times, on its own clock, short batches of calls the worker makes back to back (inputs drawn
+beforehand, fresh for every call; one device-wide wait at the end), subtracts what a batch of no calls costs
+the same way, and checks two outputs, the last and one it picks after the batches returned.
 
-What this does not prove: that every call of the batch computed its answer. A candidate that learns the batch's
-length from inside the worker could skip calls and compute late the one the harness picks; checking every
-output of a batch is the next step.
+Batches are short (a few milliseconds) and many, and the quickest counts: the worker's figure is a median,
+which a machine busy with other work leaves alone as long as most calls run undisturbed, while one long batch
+would add up every disturbance (on this 2-core machine under load: 1.96 ms a call in one 30 ms batch, against a
+median of 0.56 ms). A batch runs warm and without the timed calls' cache flushes, so an honest kernel's quickest
+batch is no slower a call than its median; a worker timer that reports far less than that is rejected
+(`dynamic.clock`).
+
+What this does not prove: that every call of a batch computed its answer. A candidate that learns the batches'
+plan from inside the worker could skip calls and compute late the one the harness picks; checking every output
+of a batch is the next step.
 """
 
 from __future__ import annotations
@@ -19,35 +24,48 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# How long a batch should last on the candidate's own figure: long against the request's own cost (tens of
-# microseconds) and the machine's hiccups, short against the evaluation.
-_TARGET_NS = 30_000_000
-_MAX_CALLS = 256
-# What the staged inputs and held outputs of one batch may take: a batch needs no more than a few calls of a
-# large problem to last long enough.
+# How long one batch should last at the worker's own figure: long against the jitter of a request's own cost,
+# short against the stretches a busy machine takes the worker's cores away for.
+_BATCH_TARGET_NS = 2_000_000
+_MAX_CALLS_PER_BATCH = 64
+BATCHES_PER_ROUND = 8
+# What the staged inputs and held outputs of one round's batches may take.
 _MAX_BYTES = 1 << 30
-# A batch may take this much longer a call than the worker's median before the two are called contradictory:
-# it runs warm and unflushed, so an honest kernel's batch is faster, not slower; the margin is for a machine
-# that was busier during the batch than during the timed calls (the least of the rounds' batches counts).
+# The quickest batch may take this much longer a call than the worker's median before the two are called
+# contradictory: it runs warm and unflushed, so an honest kernel's is quicker, not slower; the margin is for a
+# machine that was busier during every batch than during most timed calls.
 TOLERANCE = 1.5
 # The jitter of one request's own cost, spread over the batch's calls.
-_REQUEST_JITTER_NS = 200_000
+_REQUEST_JITTER_NS = 50_000
 
 
-def batch_calls(claimed_ns: float, bytes_per_call: int, memory_bytes: int | None = None) -> int:
-    """How many calls a batch makes: enough to last about `_TARGET_NS` at the worker's own figure (which the
-    candidate may have falsified: a figure too small only buys a longer batch, capped), as far as the inputs
-    and outputs of that many calls fit in memory; at least one."""
-    wanted = math.ceil(_TARGET_NS / max(claimed_ns, 1.0))
+@dataclass(frozen=True)
+class BatchPlan:
+    """One round's batches: `batches` timed batches of `calls` calls each, after one warm-up batch as long."""
+
+    calls: int
+    batches: int
+
+    @property
+    def staged(self) -> int:
+        return self.calls * (self.batches + 1)
+
+
+def plan_batches(claimed_ns: float, bytes_per_call: int, memory_bytes: int | None = None) -> BatchPlan:
+    """Batches that last about `_BATCH_TARGET_NS` each at the worker's own figure (which the candidate may have
+    falsified: a figure too small only buys longer batches, capped), as far as the inputs and outputs of every
+    call fit in memory; at least one timed batch of one call."""
+    calls = max(1, min(_MAX_CALLS_PER_BATCH, math.ceil(_BATCH_TARGET_NS / max(claimed_ns, 1.0))))
     room = min(_MAX_BYTES, memory_bytes // 4 if memory_bytes else _MAX_BYTES)
-    fits = room // max(bytes_per_call, 1)
-    return max(1, min(wanted, _MAX_CALLS, fits))
+    sets = max(2, room // max(bytes_per_call, 1))
+    batches = max(1, min(BATCHES_PER_ROUND, sets // calls - 1))
+    return BatchPlan(calls=max(1, min(calls, sets // (batches + 1))), batches=batches)
 
 
 @dataclass(frozen=True)
 class BatchReading:
-    """One batch as the harness's clock saw it: the request with `calls` calls, and the least of the requests
-    with none around it."""
+    """One batch as the harness's clock saw it: the request with `calls` calls, and the least of its round's
+    requests with none."""
 
     calls: int
     batch_ns: int

@@ -78,10 +78,12 @@ class StageRequest(_Message):
 
 
 class BatchRequest(_Message):
-    """Call the model once on each staged input set, back to back, synchronize the device and answer. The harness
-    times this request end to end on its own clock; `count=0` answers at once (the request's own cost)."""
+    """Call the model once on each of the staged input sets `start` to `start + count`, back to back, synchronize
+    the device and answer. The harness times this request end to end on its own clock; `count=0` answers at
+    once (the request's own cost)."""
 
     op: Literal["batch"] = "batch"
+    start: int = Field(0, ge=0, le=4096)
     count: int = Field(ge=0, le=4096)
     hold: bool = True  # False: let the outputs go before answering (a warm-up batch, whose outputs fill the
     #                    allocator's cache with as many blocks as the timed batch will hold)

@@ -193,29 +193,30 @@ class WorkerState:
         return StageReply(count=request.count)
 
     def run_batch(self, request: BatchRequest) -> BatchReply:
-        """The staged calls back to back, then one device-wide wait: nothing else runs inside the harness's clock.
-        Outputs are held, not copied (a copy would be timed too); the harness picks which to check afterwards."""
+        """Staged calls `start` to `start + count` back to back, then one device-wide wait: nothing else runs
+        inside the harness's clock. Outputs are held, not copied (a copy would be timed too); the harness picks
+        which to check afterwards."""
         _, platform = self._ready()
         if request.count == 0:
             return BatchReply(count=0)
-        if request.count != len(self.batch.inputs):
-            raise RequestFailed("runtime_error", f"{len(self.batch.inputs)} input sets staged, "
-                                f"{request.count} calls asked for")
+        if request.start + request.count > len(self.batch.inputs):
+            raise RequestFailed("runtime_error", f"{len(self.batch.inputs)} input sets staged, calls "
+                                f"{request.start} to {request.start + request.count} asked for")
         try:
             with torch.no_grad():
-                self.batch.call_all()
+                self.batch.call(request.start, request.count)
             platform.synchronize()
         except Exception as exc:
             raise RequestFailed("runtime_error", f"forward failed: {_describe(exc)}") from exc
         if not request.hold:
-            self.batch.outputs = []
+            self.batch.release(request.start, request.count)
         return BatchReply(count=request.count)
 
     def hand_over(self, request: HandOverRequest) -> HandOverReply:
         """Copy the outputs of the calls the harness chose into a file, then let the batch go."""
         held = self.batch.outputs
-        if any(not 0 <= call < len(held) for call in request.calls):
-            raise RequestFailed("runtime_error", f"the batch held {len(held)} outputs")
+        if any(call not in held for call in request.calls):
+            raise RequestFailed("runtime_error", f"the batch holds the outputs of calls {sorted(held)[:20]}")
         kept = {str(call): self._keep(held[call]) for call in request.calls}
         self.batch = Batch()
         self._check_tamper()
@@ -277,27 +278,32 @@ class WorkerState:
 
 
 class Batch:
-    """The input sets staged for a batch of calls and, once it ran, what each call returned."""
+    """The input sets staged for batches of calls and, once they ran, what each call returned (by its index)."""
 
     def __init__(self, model: Any = None, inputs: list[list[Any]] | None = None) -> None:
         self.model = model
         self.inputs = inputs or []
-        self.outputs: list[Any] = []
+        self.outputs: dict[int, Any] = {}
+        self._places: set[int] = set()
 
-    def call_all(self) -> None:
-        """Call the model on every staged input set. An output whose memory an earlier output of the batch
-        already uses (a kernel that writes one buffer each time) is copied at once, so that every call's
-        answer can still be checked; the copy is the candidate's to pay for."""
-        self.outputs = []
-        seen: set[int] = set()
-        for inputs in self.inputs:
-            output = self.model(*inputs)
+    def call(self, start: int, count: int) -> None:
+        """Call the model on staged input sets `start` to `start + count`. An output whose memory an output held
+        already uses (a kernel that writes one buffer each time) is copied at once, so that every call's answer
+        can still be checked; the copy is the candidate's to pay for."""
+        for index in range(start, start + count):
+            output = self.model(*self.inputs[index])
             places = _storages(output)
-            if places & seen:
+            if places & self._places:
                 output = tensors.plain_copy(output)
                 places = _storages(output)
-            seen |= places
-            self.outputs.append(output)
+            self._places |= places
+            self.outputs[index] = output
+
+    def release(self, start: int, count: int) -> None:
+        """Let the outputs of calls `start` to `start + count` go (a warm-up's)."""
+        for index in range(start, start + count):
+            self.outputs.pop(index, None)
+        self._places = set().union(*(_storages(output) for output in self.outputs.values()))
 
 
 def _storages(value: Any) -> set[int]:

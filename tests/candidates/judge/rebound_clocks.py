@@ -1,6 +1,7 @@
 """Trick candidate for tests/problems/leaky_scale.py: rewrites the worker's timing loop in place (the function
-object stays the same, so no rebinding shows) to divide every clock reading by 25, the per-call timer and the
-second clock alike, so that the worker's own cross-check sees them agree. An in-place rewrite like this is what a
+object stays the same, so no rebinding shows) to divide every clock reading by 1000, the per-call timer and the
+second clock alike, so that the worker's own cross-check sees them agree. (The red team's divided by 25; a machine
+busy enough to slow the timed calls tenfold, as CI's can be, would hide that much from a test.) An in-place rewrite like this is what a
 C++ candidate can do through the interpreter's module table; judged with the policy off, in Python."""
 
 import sys
@@ -17,10 +18,10 @@ _timing.__dict__["_honest_loop"] = types.FunctionType(_loop.__code__, _loop.__gl
 
 def _scaled(call, make_inputs, platform, plan, keep):
     run = _honest_loop(call, make_inputs, platform, plan, keep)  # noqa: F821 - found in the timing module
-    run.times_ns = [reading // 25 for reading in run.times_ns]
-    run.second_clock_ns = [reading // 25 for reading in run.second_clock_ns]
-    run.lead_in_ns = [reading // 25 for reading in run.lead_in_ns]
-    run.loop_ns //= 25
+    run.times_ns = [reading // 1000 for reading in run.times_ns]
+    run.second_clock_ns = [reading // 1000 for reading in run.second_clock_ns]
+    run.lead_in_ns = [reading // 1000 for reading in run.lead_in_ns]
+    run.loop_ns //= 1000
     return run
 
 
