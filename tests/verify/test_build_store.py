@@ -15,9 +15,10 @@ import pytest
 
 from kforge.export import bundle
 from kforge.export.bundle import export_solution
+from kforge.platforms.cpu import CpuPlatform
 from kforge.verify.artifact_store import ArtifactStore, artifact_key
 from kforge.verify.evaluate import EvalOptions, _context, _Evaluation, evaluate
-from kforge.verify.prebuild import PrebuildResult
+from kforge.verify.prebuild import PrebuildResult, build_environment, prebuild
 from kforge.verify.worker_layout import reference_caches
 from tests.conftest import CANDIDATES, POLICY_OFF, PROBLEMS
 from tests.export.test_prebuilt import _import
@@ -115,6 +116,10 @@ def test_a_candidate_cannot_poison_the_store_or_the_references_caches(honest: St
 
     assert sha256(honest.object) == honest.sha256 and honest.entry.read_text() == entry_before
     assert all(path.read_text() == text for path, text in planted.items())
+    # Nothing it wrote is left in the cache but what the harness took from its own directory.
+    left = {path.relative_to(honest.cache) for path in honest.cache.rglob("*") if path.is_file()}
+    assert {path for path in left if path.parts[0] != "artifacts"} == {path.relative_to(honest.cache)
+                                                                       for path in planted}
     assert not (honest.cache / "builds").exists()
     # What it left in its own directory was kept, under its own source only.
     stored, _ = only_library(honest.store._entry_path(artifact_key(attacker.read_text())))
@@ -130,6 +135,14 @@ def test_a_candidate_cannot_poison_the_store_or_the_references_caches(honest: St
     assert sha256(out.parent / "build" / folder / library) == honest.sha256
     loaded = _import(out, "real-compiler", tmp_path)
     assert loaded["compiled"] == [] and loaded["agrees"] is True
+
+
+@pytest.mark.slow
+def test_a_build_worker_gets_the_stored_build_and_compiles_nothing(honest: Stored) -> None:
+    built = prebuild(HONEST.read_text(), build_environment(CpuPlatform(), 1), honest.cache)
+    assert built.ok, built.message
+    assert built.build_s < 5 and built.stored == 0, "loaded from the store; nothing new to keep"
+    assert only_library(honest.entry) == (honest.library, honest.sha256)
 
 
 def tamper(path: Path) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -52,6 +53,7 @@ _FORMAT = 1
 MAX_FILE_BYTES = 512 << 20
 MAX_INGEST_BYTES = 1 << 30
 MAX_FILES = 1000
+_MAX_LISTED = 10 * MAX_FILES  # names read from one folder: a million planted entries must not stall the harness
 _CHUNK = 1 << 20
 _NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,254}")  # no leading dot, no separator: never "." or ".."
 _KEY = re.compile(r"[0-9a-f]{64}")
@@ -311,7 +313,7 @@ def _open_folder(directory: Path, parts: list[str]) -> int | None:
 
 def _walk(folder: int, prefix: str, tree: KeptTree, depth: int) -> Iterator[tuple[str, BinaryIO, os.stat_result]]:
     with os.scandir(folder) as listing:
-        names = sorted(entry.name for entry in listing)
+        names = sorted(entry.name for entry in itertools.islice(listing, _MAX_LISTED))
     for name in names:
         if not _NAME.fullmatch(name):
             continue
