@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
+from kforge.verify.worker_layout import reference_caches
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gated_channel_scale"
 LANGUAGE = {"cpu": "cpp", "cuda": "triton"}
@@ -58,7 +59,8 @@ def main() -> None:
             started = time.perf_counter()
             verdict = evaluate(args.problem, solution, options, progress=clock)
             wall = time.perf_counter() - started
-            files = sum(1 for path in (cache / "inductor").rglob("*") if path.is_file())
+            inductor = Path(reference_caches(cache)["TORCHINDUCTOR_CACHE_DIR"])  # the reference's own
+            files = sum(1 for path in inductor.rglob("*") if path.is_file())
             label = "cold" if index == 0 else f"cached {index}"
             first = "-" if clock.seconds is None else f"{clock.seconds:.2f}"
             print(f"{label:<12}{first:>24}{wall:>10.1f}{files:>16}  {verdict.verdict} "

@@ -132,7 +132,7 @@ def main() -> None:
         problem, platform = load_problem(args.problem), get_platform(args.platform)
         if args.eager:
             options = options.model_copy(update={"baselines": ("eager",)})
-        with WorkerPool(spares=2 if args.eager else 1) as pool:  # the reference takes a worker too
+        with WorkerPool(spares=1) as pool:  # one spare of each kind: the candidate's, and with --eager the reference's
             timed_evaluation(args.problem, args.solution, options, pool)  # fills the pool
             for _ in range(args.repeats):
                 time.sleep(args.pause)  # the pool's spare finishes starting, as it does while an agent thinks

@@ -27,23 +27,26 @@ from pathlib import Path
 
 from kforge.verify.sandbox import scrubbed_environment, writable_caches
 from kforge.verify.sandbox_rules import confinement_for
+from kforge.verify.worker_layout import BUILDS, candidate_caches
 
 PROBE = ("import time, torch\nx = torch.randn(1024)\nstarted = time.perf_counter()\nfor _ in range({calls}):\n"
          "    torch.nn.functional.relu(x).sum().item()\n"
          "print('PER_CALL_US', (time.perf_counter() - started) / {calls} * 1e6)\n")
 
 
-def start_worker(confined: bool, cache: Path) -> tuple[float, float]:
-    """(seconds to the greeting, seconds writing the plan) for one worker, killed afterwards."""
+def start_worker(confined: bool) -> tuple[float, float]:
+    """(seconds to the greeting, seconds writing the plan) for one worker, started as a candidate's is (its builds
+    and caches in its own directory), killed afterwards."""
     directory = Path(tempfile.mkdtemp(prefix="kforge-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
-    env = scrubbed_environment({}, directory)
+    env = scrubbed_environment(candidate_caches(directory), directory)
     read_fd, write_fd = os.pipe()
     started = time.perf_counter()
     plan_s = 0.0
-    command = [sys.executable, "-m", "kforge.verify.worker", "--reply-fd", str(write_fd), "--cache-dir", str(cache)]
+    command = [sys.executable, "-m", "kforge.verify.worker", "--reply-fd", str(write_fd), "--cache-dir",
+               str(directory / BUILDS)]
     if confined:
         plan = directory / "confinement.json"
-        plan.write_text(confinement_for(directory, writable_caches(cache, env), env).to_json())
+        plan.write_text(confinement_for(directory, writable_caches(None, env), env).to_json())
         plan_s = time.perf_counter() - started
         command = [sys.executable, "-m", "kforge.verify.worker_start", "--confine", str(plan), "--", *command[3:]]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -81,13 +84,12 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=8, help="workers started of each kind, alternately")
     parser.add_argument("--calls", type=int, default=2000, help="calls of the small operation per process")
     args = parser.parse_args()
-    cache = Path(tempfile.mkdtemp(prefix="kforge-bench-cache-"))
     starts: dict[bool, list[float]] = {False: [], True: []}
     plans: list[float] = []
     calls: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(args.starts):
         for confined in (False, True):
-            elapsed, plan_s = start_worker(confined, cache)
+            elapsed, plan_s = start_worker(confined)
             starts[confined].append(elapsed)
             if confined:
                 plans.append(plan_s)

@@ -6,20 +6,22 @@ from pathlib import Path
 
 from kforge.platforms.cpu import CpuPlatform
 from kforge.verify.prebuild import Prebuilder, build_environment, prebuild
+from kforge.verify.worker_layout import CACHE_VARIABLES
 from tests.conftest import CANDIDATES
 
 
-def test_build_workers_see_no_gpu_and_share_the_cores(tmp_path: Path) -> None:
-    environment = build_environment(CpuPlatform(), tmp_path, jobs_per_build=3)
+def test_build_workers_see_no_gpu_share_the_cores_and_get_no_shared_cache() -> None:
+    environment = build_environment(CpuPlatform(), jobs_per_build=3)
     assert environment["CUDA_VISIBLE_DEVICES"] == ""
     assert environment["MAX_JOBS"] == "3"
-    assert environment["TORCH_EXTENSIONS_DIR"].startswith(str(tmp_path))
+    # A build worker imports a candidate: its caches lie in its own directory (sandbox.Worker), none is shared.
+    assert not any(variable in environment for variable in CACHE_VARIABLES)
 
 
 def test_a_candidate_the_policy_rejects_is_never_run(tmp_path: Path) -> None:
     result = prebuild(CANDIDATES / "leaky_scale" / "exit_process.py", {}, tmp_path)
     assert not result.ok and "policy" in result.message
-    assert not (tmp_path / "builds").exists(), "no worker may have started"
+    assert not any(tmp_path.iterdir()), "no worker may have started"
 
 
 def test_candidates_are_imported_in_workers_and_failures_reported(tmp_path: Path) -> None:

@@ -1,10 +1,13 @@
 """Writing a solution with the extensions built for this machine beside it.
 
-`export_solution` builds the solution's extensions in a sandboxed build worker, exactly as an evaluation does
-(usually a cache hit: the run built them already), copies each library into `build/` next to the exported file
-with a manifest of the machine they were built on, and writes the solution with the loader of
-`export/prebuilt.py`. Imported on this machine, the solution loads those libraries in about a second; anywhere
-else it compiles, as any `load_inline` solution does.
+`export_solution` copies the solution's libraries from the harness's build store (verify/artifact_store.py:
+what the run's sandboxed workers built from exactly this source, each file checked against the hash the harness
+recorded when it stored it) into `build/` next to the exported file, with a manifest of the machine they were
+built on, and writes the solution with the loader of `export/prebuilt.py`. Where the store holds none, or a file
+fails its check, the solution is first built in a sandboxed build worker, exactly as an evaluation builds it, and
+copied from the store then. Nothing is copied from a folder a worker could write: the exported libraries load
+outside any sandbox, in the user's own `python`. Imported on this machine, the solution loads those libraries in
+about a second; anywhere else it compiles, as any `load_inline` solution does.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import torch
 
 from kforge.export.prebuilt import calls_load_inline, with_prebuilt_loader
 from kforge.paths import cache_dir
-from kforge.platforms import PlatformError, get_platform
-from kforge.verify.extension_cache import library_file, machine_identity
+from kforge.platforms import Platform, PlatformError, get_platform
+from kforge.verify.artifact_store import ArtifactStore, StoreMismatch, artifact_key
+from kforge.verify.extension_cache import machine_identity
 from kforge.verify.prebuild import build_environment, prebuild
 
 BUILD_FOLDER = "build"
@@ -53,23 +57,17 @@ def export_solution(source: str, platform_name: str, out_file: Path, cache: Path
         out_file.write_text(with_prebuilt_loader(source))
         return result
     cache = (cache or cache_dir()).expanduser()
-    built = prebuild(source, build_environment(platform, cache, os.cpu_count() or 1), cache)
-    if not built.ok:
-        result.note = f"no build bundled ({built.message}); the solution compiles on its first import"
-        out_file.write_text(with_prebuilt_loader(source))
-        return result
     build = out_file.parent / BUILD_FOLDER
     shutil.rmtree(build, ignore_errors=True)  # a previous export's libraries must not pass for this one's
+    copied, failure = _stored_libraries(source, platform, build, cache)
+    if failure:
+        result.note = f"no build bundled ({failure}); the solution compiles on its first import"
+        out_file.write_text(with_prebuilt_loader(source))
+        return result
     libraries = []
-    for name, folder in built.libraries:
-        library = library_file(folder, name)
-        if not library.is_file():
-            continue
-        target = library_file(build / folder.name, name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(library, target)
-        result.written.append(target)
-        libraries.append({"name": name, "folder": folder.name, "file": target.name})
+    for folder, file in copied:
+        result.written.append(build / folder / file)
+        libraries.append({"name": Path(file).stem, "folder": folder, "file": file})
     manifest = build / "manifest.json"
     manifest.parent.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps({
@@ -79,3 +77,23 @@ def export_solution(source: str, platform_name: str, out_file: Path, cache: Path
     result.libraries = len(libraries)
     out_file.write_text(with_prebuilt_loader(source))
     return result
+
+
+def _stored_libraries(source: str, platform: Platform, build: Path, cache: Path) -> tuple[list[tuple[str, str]], str]:
+    """The solution's libraries copied from the build store into `build` (checked as they are copied), built first
+    where the store has none or a stored file fails its check: the (build folder, file) of each, and why there are
+    none when they could not be had."""
+    store, key = ArtifactStore.under(cache), artifact_key(source)
+    try:
+        copied = store.copy_libraries(key, build)
+    except StoreMismatch:
+        copied = []  # the entry is dropped: build it again
+    if copied:
+        return copied, ""
+    built = prebuild(source, build_environment(platform, os.cpu_count() or 1), cache)
+    if not built.ok:
+        return [], built.message
+    try:
+        return store.copy_libraries(key, build), ""
+    except StoreMismatch as mismatch:
+        return [], f"the build store's copy failed its check: {mismatch}"

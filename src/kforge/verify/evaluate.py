@@ -16,7 +16,7 @@ import re
 import secrets
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +30,7 @@ from kforge.paths import cache_dir
 from kforge.platforms import Platform, get_platform
 from kforge.problem import Problem, Solution, SolutionError, load_problem, load_solution
 from kforge.verify import freeze, tensors
+from kforge.verify.artifact_store import ArtifactStore, Restored, artifact_key
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.device_lock import device_lock
 from kforge.verify.ops import reference_ops
@@ -73,6 +74,7 @@ from kforge.verify.timing import (
     summarize,
 )
 from kforge.verify.verdict import MAX_REASON_CHARS, Baselines, Outcome, TimingStats, Verdict, capped
+from kforge.verify.worker_layout import reference_builds, reference_caches
 
 Progress = Callable[[str], None]
 
@@ -227,7 +229,7 @@ def measure_baselines(problem: ProblemInput, options: EvalOptions | None = None,
     eager = compiled = None
     try:
         lock = device_lock()
-        with lock.shared(), evaluation.spawn_worker() as worker:
+        with lock.shared(), evaluation.spawn_worker(reference=True) as worker:
             evaluation.ready(worker)
             if pool is not None:
                 pool.settle()
@@ -258,7 +260,7 @@ def collect_profile(problem: ProblemInput, solution: SolutionInput, options: Eva
     evaluation = _Evaluation(context)
     try:
         lock = device_lock()
-        with lock.shared(), evaluation.spawn_worker() as worker:
+        with lock.shared(), evaluation.candidate_worker() as worker:
             evaluation.ready(worker)
             evaluation.load(worker, candidate=True, compile_model=False)
             with lock.exclusive():  # a profile times the kernels too
@@ -280,15 +282,16 @@ class _Evaluation:
         self.call_bytes = 0  # the inputs and outputs of one call, as the reference's took
         self.outside_ms: float | None = None
         self.started = time.perf_counter()
+        self.restored: Restored | None = None  # what the build store put into the candidate's worker
 
     def run(self) -> Verdict:
         reference_worker: Worker | None = None
         try:
             self.check_static()
-            with device_lock().shared(), self.spawn_worker() as worker:
+            with device_lock().shared(), self.candidate_worker() as worker:
                 # The reference's worker starts importing now, while the candidate builds and is checked.
                 if self.ctx.options.measure and self.ctx.options.baselines:
-                    reference_worker = self.spawn_worker()
+                    reference_worker = self.spawn_worker(reference=True)
                 self.ready(worker)
                 self.load(worker, candidate=True, compile_model=False)
                 self.check_correctness(worker)
@@ -310,15 +313,38 @@ class _Evaluation:
             more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
             raise _Failed(Outcome.REJECTED, f"{first.message}{more}", rule=first.rule)
 
-    def spawn_worker(self) -> Worker:
-        """A worker process, started (or taken from the pool) but not yet waited for."""
+    def spawn_worker(self, reference: bool = False) -> Worker:
+        """A worker process, started (or taken from the pool) but not yet waited for. The reference's worker is
+        trusted with caches of its own under the cache folder; a candidate's keeps all it compiles in its own
+        directory (verify/worker_layout.py)."""
         ctx = self.ctx
         limits = Limits(memory_mb=ctx.options.memory_mb, limit_address_space=ctx.platform.limit_address_space)
-        env = {"TORCHINDUCTOR_CACHE_DIR": str(ctx.cache / "inductor"), "TRITON_CACHE_DIR": str(ctx.cache / "triton"),
-               "TORCH_EXTENSIONS_DIR": str(ctx.cache / "torch_extensions"), **ctx.platform.worker_environment()}
+        env = dict(ctx.platform.worker_environment())
+        builds = None
+        if reference:
+            builds = reference_builds(ctx.cache)
+            env.update(reference_caches(ctx.cache))
         if ctx.pool is not None:
-            return ctx.pool.take(ctx.cache / "builds", limits, env)
-        return Worker(ctx.cache / "builds", limits, env)
+            return ctx.pool.take(builds, limits, env)
+        return Worker(builds, limits, env)
+
+    @contextlib.contextmanager
+    def candidate_worker(self) -> Iterator[Worker]:
+        """The candidate's worker. Once it is done and dead, the harness keeps what it built in the build store
+        (verify/artifact_store.py), but only after the candidate loaded: a build cut short is no library."""
+        worker = self.spawn_worker()
+        try:
+            yield worker
+        finally:
+            worker.kill()
+            if self.build_s is not None:
+                with contextlib.suppress(OSError):  # a full disk costs the next evaluation a build, no more
+                    self.store.ingest(artifact_key(self.ctx.candidate.source), worker.directory, self.restored)
+            worker.close()
+
+    @cached_property
+    def store(self) -> ArtifactStore:
+        return ArtifactStore.under(self.ctx.cache)
 
     def ready(self, worker: Worker) -> None:
         """Wait for a worker's greeting (once), and hold it to the sandbox's limits."""
@@ -342,6 +368,7 @@ class _Evaluation:
         options = self.ctx.options
         if candidate:
             self.ctx.progress("building and loading the candidate")
+            self.restore_builds(worker)
         try:
             problem = worker.hand_over("problem.py", self.ctx.problem.source)
             solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
@@ -352,6 +379,19 @@ class _Evaluation:
         reply = self.ask(worker, request, LoadReply, options.build_timeout_s + options.timeout_s)
         if candidate:
             self.build_s = reply.build_s
+
+    def restore_builds(self, worker: Worker) -> None:
+        """Copy what earlier workers of this same candidate built, checked against the hashes the store recorded,
+        into the worker's directory before the candidate loads; a stored file that fails the check costs a
+        build, with a warning."""
+        try:
+            self.restored = self.store.restore(artifact_key(self.ctx.candidate.source), worker.directory)
+        except OSError as exc:
+            self.warnings.append(f"the build store could not be read ({exc.strerror}); the candidate was built again")
+            return
+        if self.restored.dropped:
+            self.warnings.append(f"the build store's entry for this candidate was dropped and it was built again: "
+                                 f"{self.restored.dropped}")
 
     def check_correctness(self, worker: Worker) -> None:
         ctx = self.ctx

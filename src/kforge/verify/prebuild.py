@@ -1,10 +1,11 @@
 """Compiling candidates ahead of their evaluation, on the CPU cores, while the GPU is busy with others.
 
 A CUDA extension takes about a minute to compile and the GPU sits idle meanwhile. `Prebuilder` compiles
-candidates' extensions in workers that see no GPU, several at once, into the content-addressed build
-cache that evaluations read (keyed by sources, flags, torch version and target architecture); an
-evaluation of a prebuilt candidate then loads the finished library in about a second. Its `build_s`
-then reports loading only; the compile time is in the PrebuildResult.
+candidates' extensions in workers that see no GPU, several at once. Each builds in its own directory, as a
+candidate's evaluation worker does; once the worker is dead the harness keeps the libraries in its build store
+(verify/artifact_store.py, keyed by the candidate's whole source), from which an evaluation of the same
+candidate gets them, checked, and loads them in about a second. Its `build_s` then reports loading only; the
+compile time is in the PrebuildResult.
 
 A candidate is imported here exactly as in an evaluation: in a sandboxed worker, and only after the
 static policy let it through. A failed prebuild is not a verdict: the evaluation builds again and
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from kforge.paths import cache_dir
 from kforge.platforms import Platform, PlatformError, get_platform
+from kforge.verify.artifact_store import ArtifactStore, Restored, artifact_key
 from kforge.verify.policy import Policy
 from kforge.verify.protocol import BuildReply, BuildRequest, Failure, MalformedReply
 from kforge.verify.sandbox import Limits, Worker, WorkerFailure
@@ -41,21 +43,19 @@ class PrebuildResult:
     ok: bool
     build_s: float
     message: str = ""
-    # (extension name, build folder) of each library built or found, every folder checked to lie in the cache
-    libraries: tuple[tuple[str, Path], ...] = ()
+    stored: int = 0  # files the build store took from this build (0 when everything came from the store)
 
 
-def build_environment(platform: Platform, cache: Path, jobs_per_build: int) -> dict[str, str]:
-    """The environment of a build worker: the evaluation's, with no GPU visible and a cap on compile jobs."""
-    return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton"),
-            "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"), **platform.worker_environment(),
-            "CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, jobs_per_build))}
+def build_environment(platform: Platform, jobs_per_build: int) -> dict[str, str]:
+    """The environment of a build worker: the evaluation's, with no GPU visible and a cap on compile jobs. Its
+    caches lie in its own directory (sandbox.Worker), as a candidate's evaluation worker's do."""
+    return {**platform.worker_environment(), "CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, jobs_per_build))}
 
 
 def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, policy: Policy | None = None,
              timeout_s: float = 900.0) -> PrebuildResult:
-    """Compile one candidate's extensions into `cache`; never raises for a bad candidate. `solution` is a file,
-    or a candidate's source text."""
+    """Compile one candidate's extensions into the build store of `cache`; never raises for a bad candidate.
+    `solution` is a file, or a candidate's source text."""
     started = time.perf_counter()
     try:
         source = solution.read_text() if isinstance(solution, Path) else solution
@@ -64,29 +64,27 @@ def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, pol
         return PrebuildResult(solution, False, 0.0, f"not built: {exc}")
     if violations:
         return PrebuildResult(solution, False, 0.0, f"not built: the policy rejects it ({violations[0]})")
-    with Worker(cache / "builds", Limits(memory_mb=_BUILD_MEMORY_MB, limit_address_space=False),
-                environment) as worker:
-        try:
-            worker.start(_START_S)
-            copy = worker.hand_over("solution.py", source)
-            reply = worker.request(BuildRequest(solution=str(copy)), BuildReply, timeout_s)
-        except (WorkerFailure, MalformedReply) as failure:
-            return PrebuildResult(solution, False, time.perf_counter() - started, str(failure))
+    store, key = ArtifactStore.under(cache), artifact_key(source)
+    restored: Restored | None = None
+    reply: BuildReply | Failure | None = None
+    worker = Worker(None, Limits(memory_mb=_BUILD_MEMORY_MB, limit_address_space=False), environment)
+    try:
+        worker.start(_START_S)
+        restored = store.restore(key, worker.directory)
+        copy = worker.hand_over("solution.py", source)
+        reply = worker.request(BuildRequest(solution=str(copy)), BuildReply, timeout_s)
+    except (WorkerFailure, MalformedReply) as failure:
+        return PrebuildResult(solution, False, time.perf_counter() - started, str(failure))
+    finally:
+        worker.kill()
+        # Kept only from a worker that is dead, and whose candidate imported: a build cut short is no library.
+        stored = store.ingest(key, worker.directory, restored) if isinstance(reply, BuildReply) else 0
+        worker.close()
+    assert reply is not None
     if isinstance(reply, Failure):
         return PrebuildResult(solution, False, time.perf_counter() - started,
                               (reply.message.splitlines() or ["the build failed"])[0][:300])
-    cache_root = cache.resolve()
-    libraries = []
-    for library in reply.libraries:  # the reply comes from the candidate's process: trust no path outside the cache
-        try:
-            folder: Path | None = Path(library.folder).resolve()
-        except (OSError, RuntimeError):  # a loop of links (RuntimeError), which a candidate can plant in the cache
-            folder = None
-        if folder is None or not folder.is_relative_to(cache_root):
-            return PrebuildResult(solution, False, reply.build_s, f"the worker named a build folder outside the "
-                                                                  f"cache: {library.folder}")
-        libraries.append((library.name, folder))
-    return PrebuildResult(solution, True, reply.build_s, libraries=tuple(libraries))
+    return PrebuildResult(solution, True, reply.build_s, stored=stored)
 
 
 class Prebuilder:
@@ -98,7 +96,7 @@ class Prebuilder:
         self.policy = policy
         self.timeout_s = timeout_s
         cores = os.cpu_count() or 2
-        self.environment = build_environment(platform, self.cache, cores // max(1, parallel))
+        self.environment = build_environment(platform, cores // max(1, parallel))
         self._pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="kforge-prebuild")
 
     def submit(self, solution: Path | str) -> Future[PrebuildResult]:

@@ -32,6 +32,7 @@ import kforge
 from kforge.verify.forkserver import ForkedProcess, ForkServer, ForkServerError
 from kforge.verify.protocol import Failure, Greeting, MalformedReply, ReplyT, read_reply
 from kforge.verify.sandbox_rules import confinement_for, worker_search_path
+from kforge.verify.worker_layout import BUILDS, CACHE_VARIABLES, candidate_caches
 
 _ENV_ALLOWED = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|CC|CXX|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_[A-Z_]+|"
@@ -57,7 +58,6 @@ MAX_REPLY_LINE_BYTES = 8 << 20
 _NO_FOLLOWING = os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-_CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 # How often the harness reads the worker's resident memory while it waits. Rarely: each reading walks /proc
 # and takes CPU time from the kernel being timed on the same cores; RLIMIT_AS is the hard limit meanwhile.
 _MEMORY_POLL_S = 1.0
@@ -121,10 +121,15 @@ def _limit_child(limits: Limits) -> None:
 class Worker:
     """One sandboxed worker process. Use as a context manager; it is always killed on exit."""
 
-    def __init__(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str] | None = None,
+    def __init__(self, cache_dir: Path | None, limits: Limits, extra_env: dict[str, str] | None = None,
                  server: ForkServer | None = None) -> None:
         """Start a worker: forked by `server` (a fork server of the same configuration) where one is given and
-        answers, else as a fresh interpreter."""
+        answers, else as a fresh interpreter.
+
+        `cache_dir` is the shared build folder of a trusted worker (the reference's), which it may write along
+        with the compiler caches `extra_env` names. A candidate's worker gets None: it builds into `builds/` and
+        keeps its compiler caches under `caches/` in its own directory, whatever `extra_env` says, and may write
+        nothing shared (verify/worker_layout.py); the harness keeps its builds (verify/artifact_store.py)."""
         self.limits = limits
         self.directory = Path(tempfile.mkdtemp(prefix="kforge-worker-", dir=_fast_tmp()))
         # Opened now, before the worker exists: the candidate may replace any name in its directory (the directory
@@ -132,14 +137,16 @@ class Worker:
         self._directory_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | _NO_FOLLOWING)
         self.log_path = self.directory / "worker.log"
         self._log_fd = self._open_log()
-        env = scrubbed_environment(extra_env or {}, self.directory)
+        own = candidate_caches(self.directory) if cache_dir is None else {}
+        env = scrubbed_environment({**(extra_env or {}), **own}, self.directory)
+        builds = self.directory / BUILDS if cache_dir is None else cache_dir
         plan = self.path("confinement.json")
         plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env).to_json())
         self.confinement: dict[str, list[str]] = {}  # what the worker enforced, from its greeting
         read_fd, write_fd = os.pipe()
         self.process: subprocess.Popen[bytes] | ForkedProcess = (
-            self._fork(server, env, plan, cache_dir, write_fd) if server is not None else None
-        ) or self._launch(env, plan, cache_dir, write_fd)
+            self._fork(server, env, plan, builds, write_fd) if server is not None else None
+        ) or self._launch(env, plan, builds, write_fd)
         os.close(write_fd)
         self._replies = os.fdopen(read_fd, "rb")
         self._buffer = b""
@@ -356,11 +363,11 @@ class WorkerPool:
     def __init__(self, spares: int = 2) -> None:
         self.spares = spares
         self._waiting: dict[tuple[object, ...], list[Worker]] = {}
-        self._configs: dict[tuple[object, ...], tuple[Path, Limits, dict[str, str]]] = {}
+        self._configs: dict[tuple[object, ...], tuple[Path | None, Limits, dict[str, str]]] = {}
         self._servers: dict[tuple[object, ...], ForkServer | None] = {}
 
-    def take(self, cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> Worker:
-        """A started worker for this configuration: a waiting one, or a new one."""
+    def take(self, cache_dir: Path | None, limits: Limits, extra_env: dict[str, str]) -> Worker:
+        """A started worker for this configuration (`cache_dir` as for `Worker`): a waiting one, or a new one."""
         key = (str(cache_dir), limits, tuple(sorted(extra_env.items())))
         self._configs[key] = (cache_dir, limits, extra_env)
         waiting = self._waiting.setdefault(key, [])
@@ -381,13 +388,19 @@ class WorkerPool:
 
     def _server(self, key: tuple[object, ...]) -> ForkServer | None:
         """The configuration's fork server: started on first use; None where there is none (switched off, not
-        Linux, or it died: its workers then start the plain way for the rest of the pool's life)."""
-        if key not in self._servers:
-            self._servers[key] = _start_fork_server(*self._configs[key])
-        server = self._servers[key]
+        Linux, or it died: its workers then start the plain way for the rest of the pool's life). Configurations
+        that differ only in their caches (a candidate's worker and the reference's) share one: a child takes its
+        environment, plan and build folder from its own request, and the server's import costs a core for
+        seconds."""
+        cache_dir, limits, extra_env = self._configs[key]
+        server_key = (limits, tuple(sorted((name, value) for name, value in extra_env.items()
+                                           if name not in CACHE_VARIABLES)))
+        if server_key not in self._servers:
+            self._servers[server_key] = _start_fork_server(cache_dir, limits, extra_env)
+        server = self._servers[server_key]
         if server is not None and not server.alive():
             server.close()
-            self._servers[key] = server = None
+            self._servers[server_key] = server = None
         return server
 
     def settle(self, timeout_s: float = 60.0) -> None:
@@ -453,14 +466,17 @@ def run_pool(spares: int = 1) -> Iterator[WorkerPool]:
         yield pool
 
 
-def _start_fork_server(cache_dir: Path, limits: Limits, extra_env: dict[str, str]) -> ForkServer | None:
-    """A fork server for workers of this configuration, started with their environment and limits."""
+def _start_fork_server(cache_dir: Path | None, limits: Limits, extra_env: dict[str, str]) -> ForkServer | None:
+    """A fork server for workers of this configuration, started with their environment (without their caches:
+    each child gets its own) and limits."""
     if not sys.platform.startswith("linux") or not _fork_server_wanted():
         return None
     directory = Path(tempfile.mkdtemp(prefix="kforge-forkserver-", dir=_fast_tmp()))
     try:
         # Counting GPUs through the CUDA runtime would make every forked child refuse CUDA; NVML does not.
         env = {**scrubbed_environment(extra_env, directory), "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+        for variable in CACHE_VARIABLES:
+            env.pop(variable, None)
         return ForkServer(env, directory, lambda: _limit_child(limits))
     except OSError:
         _remove_tree(directory)
@@ -472,10 +488,13 @@ def _fork_server_wanted() -> bool:
     return os.environ.get("KFORGE_FORK_SERVER", "") != "0"
 
 
-def writable_caches(cache_dir: Path, env: dict[str, str]) -> list[Path]:
-    """The caches a worker may write: the build cache and the compiler caches its environment names."""
-    named = [Path(env[key]) for key in _CACHE_VARIABLES if env.get(key)]
-    return [cache_dir, *named]
+def writable_caches(cache_dir: Path | None, env: dict[str, str]) -> list[Path]:
+    """The caches a worker may write besides its own directory: a trusted worker's shared build folder and the
+    compiler caches its environment names; none for a candidate's worker (`cache_dir` None), whose caches lie in
+    its own directory."""
+    if cache_dir is None:
+        return []
+    return [cache_dir, *(Path(env[key]) for key in CACHE_VARIABLES if env.get(key))]
 
 
 def read_file_at(directory_fd: int, name: str, cap: int) -> bytes:
@@ -570,9 +589,14 @@ def _last_lines(text: str, count: int = 6) -> str:
 
 
 def _fast_tmp() -> str | None:
-    """A RAM-backed temporary directory where there is one: outputs travel through files."""
+    """A RAM-backed temporary directory where there is one: outputs travel through files. Not one mounted
+    noexec (as Docker mounts /dev/shm): a candidate's extensions are built and loaded in its worker's directory."""
     shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    try:
+        runnable = not os.statvfs(shm).f_flag & getattr(os, "ST_NOEXEC", 0)
+    except OSError:
+        return None
+    return str(shm) if runnable and shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def _remove_tree(path: Path) -> None:

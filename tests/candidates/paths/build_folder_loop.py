@@ -1,7 +1,7 @@
 """Path trick for a prebuild (verify/prebuild.py): while it is imported, plants a loop of symbolic links in the build
-cache it may write, and answers the build request itself, before the worker does, naming a folder through that
-loop as one of its libraries, so that the harness, resolving the folder to check that it lies inside the cache,
-meets the loop (Python's Path.resolve raises RuntimeError on one)."""
+folder it may write, and answers the build request itself, before the worker does, naming a folder through that
+loop as one of its libraries, hoping that the harness follows the folder (Python's Path.resolve raises
+RuntimeError on a loop) or keeps what lies behind it."""
 
 import json
 import os
