@@ -132,8 +132,10 @@ def test_answers_precomputed_for_predictable_inputs_gain_nothing() -> None:
     # Drawn secretly for each evaluation (the default), every call misses and pays 30 kernel runs.
     verdict = judge("precomputed_answers")
     assert verdict.verdict == Outcome.CORRECT and verdict.input_seed is not None, verdict.reason
-    assert verdict.runtime_ms is not None and verdict.runtime_ms > 2 * honest.runtime_ms, (verdict.timing,
-                                                                                             honest.timing)
+    # Quickest calls compared: a machine busy with other work moves medians far more (CI's twice-loaded cores once
+    # took an honest median to 6.8 ms, its quickest call staying at 0.42 ms).
+    assert verdict.timing is not None and honest.timing is not None
+    assert verdict.timing.min_ms > 2 * honest.timing.min_ms, (verdict.timing, honest.timing)
 
 
 def test_replay_after_warmup_is_caught_by_spot_checks() -> None:
