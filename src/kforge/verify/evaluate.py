@@ -320,7 +320,8 @@ class _Evaluation:
         problem = worker.hand_over("problem.py", self.ctx.problem.source)
         solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
         request = LoadRequest(problem=str(problem), solution=None if solution is None else str(solution),
-                              seed=options.seed, platform=self.ctx.platform.name, compile=compile_model, role=role)
+                              seed=options.seed, platform=self.ctx.platform.name, compile=compile_model, role=role,
+                              language=self.ctx.candidate.language if candidate else None)
         reply = self.ask(worker, request, LoadReply, options.build_timeout_s + options.timeout_s)
         if candidate:
             self.build_s = reply.build_s
