@@ -139,11 +139,60 @@ def test_no_tcp_connection_reaches_a_listener(tmp_path: Path, listener: tuple[in
 @pytest.mark.slow
 @enforced
 def test_a_shell_started_by_the_candidate_writes_nothing_outside(tmp_path: Path) -> None:
+    """While it is imported the candidate may start programs (its build does), and Landlock keeps the shell from
+    writing outside; in its forward (the run phase) fork and exec are refused outright."""
     proof = tmp_path / "proof.txt"
     verdict, _ = kforge_eval(render(tmp_path, "fork_exec_shell", PATH=proof))
     assert not proof.exists()
     # dash exits 2 when it cannot create the redirection's file
-    assert "the shell ended with status 2" in str(verdict["reason"])
+    assert "at load: the shell ended with status 2" in str(verdict["reason"])
+    assert "in forward: fork failed: error 1; exec failed: error 1" in str(verdict["reason"])  # EPERM
+
+
+@pytest.fixture
+def unix_listener(tmp_path: Path) -> Iterator[tuple[Path, list[bytes]]]:
+    """A Unix socket listening at a path outside every worker (a local daemon's, say), keeping what it receives."""
+    path = tmp_path / "daemon.sock"
+    received: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                received.append(connection.recv(1024) or b"(connected)")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path, received
+    stop.set()
+    thread.join(5)
+    server.close()
+
+
+@enforced
+def test_the_run_phase_refuses_forks_and_unix_sockets_but_not_threads(
+        tmp_path: Path, unix_listener: tuple[Path, list[bytes]]) -> None:
+    """Issue 38: a Unix socket reached by its path delivered a canary to a listener outside. Once a C++ candidate
+    is loaded on the CPU, its forward may start threads, but no process and no socket."""
+    from kforge.problem import Solution
+    from kforge.verify.evaluate import evaluate
+    from tests.conftest import STATIC_OFF, fast_options
+
+    path, received = unix_listener
+    source = render(tmp_path, "run_phase_probe", SOCKET=path).read_text()
+    verdict = evaluate(LEAKY, Solution.from_source(source, "cpp"), fast_options(policy=STATIC_OFF, trials=1))
+    time.sleep(0.5)
+    assert received == []
+    assert "thread: ok; fork: error 1; connect: error 13" in verdict.reason, verdict.reason  # EPERM, EACCES
 
 
 @pytest.mark.slow

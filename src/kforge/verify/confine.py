@@ -32,12 +32,37 @@ _CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNS = 0x00020000
+# clone(2)'s flags, by name, for the rules of data/sandbox.toml (Python names few of them before 3.12).
+CLONE_FLAGS = {
+    "CLONE_VM": 0x00000100, "CLONE_FS": 0x00000200, "CLONE_FILES": 0x00000400, "CLONE_SIGHAND": 0x00000800,
+    "CLONE_VFORK": 0x00004000, "CLONE_PARENT": 0x00008000, "CLONE_THREAD": 0x00010000, "CLONE_NEWNS": _CLONE_NEWNS,
+    "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000, "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": _CLONE_NEWUSER, "CLONE_NEWPID": _CLONE_NEWPID, "CLONE_NEWNET": _CLONE_NEWNET,
+    # Only clone3 and unshare take it (in clone's flags the low byte is the exit signal, never above 64).
+    "CLONE_NEWTIME": 0x00000080,
+}
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
 _CAPABILITY_VERSION_3 = 0x20080522
 _SYS_CAPSET_BY_MACHINE = {"x86_64": 126, "aarch64": 91}  # capset(2) has no libc wrapper
 _MAX_FAMILY = 64  # above every address family Linux defines (AF_MAX is 46)
+
+
+@dataclass(frozen=True)
+class SyscallRule:
+    """System calls refused with the error number `error` when a condition on argument `arg` holds: any bit of
+    `any_bits` set, or every bit of `no_bits` clear; with neither, always. (sandbox_rules resolves the names.)"""
+
+    calls: tuple[str, ...]
+    error: int = errno.EPERM
+    arg: int = 0
+    any_bits: int = 0
+    no_bits: int = 0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SyscallRule:
+        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
 
 
 @dataclass(frozen=True)
@@ -49,6 +74,7 @@ class Confinement:
     devices: tuple[str, ...] = ()
     execute: tuple[str, ...] = ()
     denied_syscalls: tuple[str, ...] = ()
+    syscall_rules: tuple[SyscallRule, ...] = ()
     allowed_socket_families: tuple[str, ...] = ()
     network_namespace: bool = True
     process_namespace: bool = True
@@ -59,7 +85,9 @@ class Confinement:
     @classmethod
     def from_json(cls, text: str) -> Confinement:
         data = json.loads(text)
-        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+        rules = tuple(SyscallRule.from_dict(rule) for rule in data.pop("syscall_rules", []))
+        return cls(syscall_rules=rules,
+                   **{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
 
 
 @dataclass
@@ -279,12 +307,64 @@ def _seccomp(plan: Confinement, report: ConfinementReport, seccomp: Any) -> None
                 rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
             except (OSError, ValueError):
                 continue  # a call this architecture does not have
+        _add_rules(rules, seccomp, plan.syscall_rules)
         _socket_rules(rules, seccomp, plan.allowed_socket_families)
         rules.load()
     except OSError as exc:
         report.missing.append(f"system calls and sockets: seccomp failed ({exc})")
         return
     report.enforced.append("seccomp: system calls and sockets")
+
+
+def seccomp_available() -> bool:
+    """Whether the seccomp binding (and libseccomp beneath it) can be loaded here."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, RuntimeError):
+        return False
+    return True
+
+
+def restrict(rules: tuple[SyscallRule, ...]) -> str | None:
+    """Stack one more seccomp filter refusing `rules`, on every thread of this process (the worker's run phase,
+    verify/run_phase.py: by then torch has started its thread pools, which a filter on the calling thread alone
+    would leave out). None when it holds; otherwise why not, in one line. Filters only ever add refusals: this
+    one cannot undo the first."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, RuntimeError) as exc:
+        return f"seccomp is not available ({exc})"
+    try:
+        stacked = seccomp.SyscallFilter(seccomp.ALLOW)
+        stacked.set_attr(seccomp.Attr.CTL_TSYNC, 1)
+        _add_rules(stacked, seccomp, rules)
+        stacked.load()
+    except OSError as exc:
+        return f"seccomp failed ({exc})"
+    return None
+
+
+def _add_rules(rules: Any, seccomp: Any, syscall_rules: tuple[SyscallRule, ...]) -> None:
+    """Each rule as libseccomp rules: one per bit of `any_bits` (rules on one call are alternatives), one masked
+    comparison for `no_bits`, one unconditional rule otherwise."""
+    for rule in syscall_rules:
+        action = seccomp.ERRNO(rule.error)
+        if rule.any_bits:
+            conditions = [seccomp.Arg(rule.arg, seccomp.MASKED_EQ, bit, bit) for bit in _bits(rule.any_bits)]
+        elif rule.no_bits:
+            conditions = [seccomp.Arg(rule.arg, seccomp.MASKED_EQ, rule.no_bits, 0)]
+        else:
+            conditions = [None]
+        for name in rule.calls:
+            for condition in conditions:
+                try:
+                    rules.add_rule(action, name, *([condition] if condition is not None else []))
+                except (OSError, ValueError):
+                    break  # a call this architecture does not have (fork and vfork on aarch64)
+
+
+def _bits(value: int) -> list[int]:
+    return [1 << index for index in range(64) if value >> index & 1]
 
 
 def _socket_rules(rules: Any, seccomp: Any, allowed: tuple[str, ...]) -> None:

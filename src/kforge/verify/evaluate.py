@@ -374,7 +374,8 @@ class _Evaluation:
         except WorkerFailure as failure:
             raise _Failed(Outcome.CRASHED, str(failure)) from None
         request = LoadRequest(problem=str(problem), solution=None if solution is None else str(solution),
-                              seed=options.seed, platform=self.ctx.platform.name, compile=compile_model, role=role)
+                              seed=options.seed, platform=self.ctx.platform.name, compile=compile_model, role=role,
+                              language=self.ctx.candidate.language if candidate else None)
         reply = self.ask(worker, request, LoadReply, options.build_timeout_s + options.timeout_s)
         if candidate:
             self.build_s = reply.build_s

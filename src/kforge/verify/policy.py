@@ -57,6 +57,25 @@ class BuiltinRules(_Rules):
     by_name: frozenset[str]
 
 
+class CppAllowRule(_Rules):
+    names: tuple[str, ...] = ()  # without `::`: at::NAME and torch::NAME; with `::`: exactly as written
+    patterns: tuple[str, ...] = ()  # regular expressions a whole qualified name must match
+    why: str
+
+
+class CppMethodRules(_Rules):
+    names: frozenset[str]
+    why: str
+
+
+class CppFrameworkRules(_Rules):
+    """Which ATen and torch names a candidate's C++ may use (static.cpp-framework-call)."""
+
+    roots: tuple[str, ...]  # the namespaces whose qualified names are checked
+    allow: tuple[CppAllowRule, ...]
+    methods: CppMethodRules
+
+
 class PolicyRules(_Rules):
     """`data/policy.toml`, read once (`policy_rules()`); every check of the policy reads it from here."""
 
@@ -68,6 +87,7 @@ class PolicyRules(_Rules):
     sys: SysRules
     builtins: BuiltinRules
     cpp: dict[str, tuple[str, ...]]  # rule -> patterns rejected in C++/CUDA source strings
+    cpp_framework: CppFrameworkRules
     rule_help: dict[str, str]  # rule -> one line for users and models
 
 

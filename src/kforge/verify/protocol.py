@@ -27,7 +27,9 @@ class _Message(BaseModel):
 
 class LoadRequest(_Message):
     """Import the problem and, with `solution`, the candidate (its extensions compile here); build the model
-    under `seed` and keep it as `role`; `compile` wraps it in torch.compile (the reference's baseline)."""
+    under `seed` and keep it as `role`; `compile` wraps it in torch.compile (the reference's baseline).
+    `language` is the candidate's: with one the run phase names (cpp, cuda), the worker refuses programs,
+    processes and sockets once the candidate is loaded (verify/run_phase.py); None leaves them as they were."""
 
     op: Literal["load"] = "load"
     problem: str
@@ -36,6 +38,7 @@ class LoadRequest(_Message):
     platform: str
     compile: bool = False
     role: str = "candidate"
+    language: str | None = None
 
 
 class RunRequest(_Message):

@@ -112,6 +112,13 @@ def _limit_child(limits: Limits) -> None:
     if limits.memory_mb and limits.limit_address_space:
         size = limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    if limits.memory_mb:
+        # No file a worker writes may outgrow its memory (issue 38): outputs are saved from the worker's own memory,
+        # which the harness keeps under memory_mb, and builds are far smaller. Its directory lives in RAM
+        # (/dev/shm), where a file of any size would be memory no limit counted. A write past the cap fails with
+        # EFBIG (Python ignores SIGXFSZ, and programs it starts inherit that).
+        size = limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
     with contextlib.suppress(Exception):  # die with the harness (Linux only)
         import ctypes
 

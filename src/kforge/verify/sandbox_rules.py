@@ -6,6 +6,7 @@ the PATH it runs with); the worker applies it to itself (verify/confine.py) befo
 
 from __future__ import annotations
 
+import errno
 import functools
 import glob
 import os
@@ -19,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 import kforge
-from kforge.verify.confine import Confinement
+from kforge.verify.confine import CLONE_FLAGS, Confinement, SyscallRule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,10 +49,45 @@ def confinement_for(worker: Path, writable: Iterable[Path], environment: Mapping
         devices=_paths(table, "devices", values),
         execute=_paths(table, "programs", values) + _programs(table, search),
         denied_syscalls=tuple(dict(table.get("syscalls", {}))),  # type: ignore[call-overload]
+        syscall_rules=syscall_rules(table.get("syscall_rules", [])),  # type: ignore[arg-type]
         allowed_socket_families=tuple(network.get("allowed_socket_families", ())),
         network_namespace=bool(network.get("namespace", True)),
         process_namespace=bool(dict(table.get("processes", {})).get("namespace", True)),  # type: ignore[call-overload]
     )
+
+
+def syscall_rules(table: Iterable[Mapping[str, object]], platform: str | None = None) -> tuple[SyscallRule, ...]:
+    """The `[[syscall_rules]]` of sandbox.toml (or of its run phase) with their names resolved: those that hold
+    on `platform` (a rule naming no platforms holds on all; `platform` None keeps every rule)."""
+    resolved = []
+    for rule in table:
+        platforms = list(rule.get("platforms", []))  # type: ignore[call-overload]
+        if platform is not None and platforms and platform not in platforms:
+            continue
+        resolved.append(SyscallRule(
+            calls=tuple(rule["calls"]),  # type: ignore[call-overload]
+            error=int(getattr(errno, str(rule.get("errno", "EPERM")))),
+            arg=int(rule.get("arg", 0)),  # type: ignore[call-overload]
+            any_bits=_flags(rule.get("any_flag", [])),  # type: ignore[arg-type]
+            no_bits=_flags(rule.get("no_flag", [])),  # type: ignore[arg-type]
+        ))
+    return tuple(resolved)
+
+
+def run_phase_rules(language: str | None, platform: str) -> tuple[SyscallRule, ...]:
+    """What a worker refuses once a candidate in `language` is loaded on `platform` (sandbox.toml [run_phase]):
+    nothing for a language the phase does not name, or an unknown one."""
+    phase = dict(rules().get("run_phase", {}))  # type: ignore[call-overload]
+    if language is None or language not in phase.get("languages", []):
+        return ()
+    return syscall_rules(phase.get("syscall_rules", []), platform)
+
+
+def _flags(names: Iterable[str]) -> int:
+    value = 0
+    for name in names:
+        value |= CLONE_FLAGS[name]
+    return value
 
 
 def worker_search_path(path: str) -> str:

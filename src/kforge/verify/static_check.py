@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kforge import pyparse
+from kforge.verify import cpp_names
 from kforge.verify.policy import Policy, Violation, op_family, policy_rules
 
 _TORCH_NAMESPACES = ("torch", "torch.nn.functional", "torch.Tensor", "torch.special", "torch.linalg",
@@ -283,6 +284,21 @@ class _Checker(ast.NodeVisitor):
                     match = re.search(pattern, text)
                     if match:
                         self.flag(rule, node, f"C++ source uses {match.group(0).strip('( ')}")
+        self.check_cpp_framework(tree)
+
+    def check_cpp_framework(self, tree: ast.Module) -> None:
+        """ATen and torch names in C++ beyond the allowlist (cpp_names.py). Every string but docstrings is read,
+        short ones too: a name such as `at::cpu::_softmax` fits in a string the length check above skips."""
+        allowed = cpp_names.allowlist(self.policy)
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings:
+                continue
+            found = cpp_names.framework_names(node.value, allowed)
+            if found:
+                listed = ", ".join(found[:4]) + (" ..." if len(found) > 4 else "")
+                self.flag("static.cpp-framework-call", node, f"C++ source uses {listed}: a kernel may call only "
+                          "ATen's allocation, layout, device and stream helpers")
 
 
 def _target_name(node: ast.expr) -> str | None:
@@ -292,6 +308,18 @@ def _target_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return f"{node.value.id}.{node.attr}"
     return None
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes of the module, its classes and functions: prose, not C++."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
 
 
 def _string_constants(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:

@@ -26,7 +26,7 @@ import torch
 # code exists in this process.
 from kforge.platforms import Platform, get_platform
 from kforge.problem import Problem, import_file, load_problem, seed_everything
-from kforge.verify import tensors
+from kforge.verify import run_phase, tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
 from kforge.verify.ops import record_ops
 from kforge.verify.protocol import (
@@ -111,6 +111,8 @@ class WorkerState:
             model = torch.compile(model)
         self.model = self.models[request.role] = model
         self.candidate_loaded = solution is not None
+        if solution is not None:  # the run phase (issue 38): no programs, processes or sockets from here on
+            run_phase.enter(request.language, request.platform)
         self._check_tamper()
         return LoadReply(build_s=self.builds.seconds, builds=self.builds.builds)
 
