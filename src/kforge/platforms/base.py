@@ -105,6 +105,11 @@ class Platform(ABC):
         """
         return None
 
+    def prepare_run(self) -> None:
+        """Build whatever the platform's own timing needs while programs may still run: a candidate's run phase
+        (verify/run_phase.py) refuses them from then on. The default needs nothing."""
+        return None
+
     def audit_timing(self, times_ns: list[int]) -> TimingDoubt | None:
         """After a timing loop: a reason to distrust the last `len(times_ns)` calls' figures, or None."""
         return None

@@ -112,6 +112,7 @@ class WorkerState:
         self.model = self.models[request.role] = model
         self.candidate_loaded = solution is not None
         if solution is not None:  # the run phase (issue 38): no programs, processes or sockets from here on
+            self.platform.prepare_run()
             run_phase.enter(request.language, request.platform)
         self._check_tamper()
         return LoadReply(build_s=self.builds.seconds, builds=self.builds.builds)

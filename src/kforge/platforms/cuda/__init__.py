@@ -76,6 +76,13 @@ class CudaPlatform(Platform):
         # (reported ns, window ns, host ns) of the latest timed calls, for audit_timing.
         self._clock_records: list[tuple[int, int, int]] = []
 
+    def prepare_run(self) -> None:
+        """Compile the hold: Triton builds it at its first launch, with ptxas, which a candidate's run phase
+        refuses to start."""
+        if _hold is not None and self.uses_hold:
+            _hold(self._index, 0)
+            self.synchronize()
+
     @classmethod
     def device_count(cls) -> int:
         return torch.cuda.device_count() if cls.is_available() else 0
