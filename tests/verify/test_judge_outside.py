@@ -66,9 +66,9 @@ def test_clocks_scaled_inside_the_worker_are_caught_by_the_harness_clock(platfor
     honest = judge("torch_ops", platform)
     assert honest.verdict == Outcome.CORRECT, honest.reason
     assert honest.runtime_ms is not None and honest.outside_ms is not None
-    # The batches run warm: an honest kernel is no slower a call there than its quickest timed call (and the
-    # tolerance leaves room for a busier moment).
-    assert honest.timing is not None and honest.outside_ms <= TOLERANCE * honest.timing.min_ms
+    # The batches run warm: an honest kernel is no slower a call there than its median (and the tolerance leaves
+    # room for a busier moment).
+    assert honest.outside_ms <= TOLERANCE * honest.runtime_ms
     cheat = judge("rebound_clocks", platform)
     assert cheat.verdict == Outcome.REJECTED and cheat.rule == "dynamic.clock", cheat.reason
     assert "on the harness's own clock" in cheat.reason

@@ -597,11 +597,12 @@ class _Evaluation:
         return time.monotonic_ns() - started
 
     def check_outside_clock(self, candidate: _Series, stats: TimingStats) -> None:
-        """Reject a candidate whose worker's timer reported calls far quicker than its batches took on this clock."""
+        """Reject a candidate whose worker's timer reported a median far below what its batches took on this
+        clock."""
         if not candidate.batches:
             return
         self.outside_ms = min(reading.per_call_ns for reading in candidate.batches) / 1e6
-        problem = outside_disagreement(stats.min_ms * 1e6, candidate.batches)
+        problem = outside_disagreement(stats.median_ms * 1e6, candidate.batches)
         if problem:
             raise _Failed(Outcome.REJECTED, problem, rule="dynamic.clock")
 
