@@ -11,8 +11,8 @@ Batches are short (a few milliseconds) and many, and the quickest counts; it is 
 worker's timed calls, the figure a verdict reports. The quickest of many short batches is what a machine busy
 with other work disturbs least, where one long batch adds up every disturbance (on this 2-core machine under
 load: 1.96 ms a call in one 30 ms batch, against a median of 0.56 ms). A busy machine moves the timed calls'
-median up, never down (0.45 to 68 ms for one kernel in one busy half hour): the check grows lenient then, and
-never rejects an honest kernel for the machine's load. Compared with the quickest timed call instead, honest
+median up, not down (0.45 to 68 ms for one kernel in one busy half hour): the check grows more lenient under
+load, not stricter. Compared with the quickest timed call instead, honest
 OpenMP kernels on CI's twice-loaded cores were rejected at 2 to 17 times, since a batch needs every call of it
 undisturbed and the quickest call only one. A batch runs warm and without the timed calls' cache flushes, so an
 honest kernel's quickest batch is no slower a call than its median; a worker whose median is far below it is
