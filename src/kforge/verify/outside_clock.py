@@ -37,9 +37,10 @@ BATCHES_PER_ROUND = 8
 _MAX_BYTES = 1 << 30
 # The quickest batch may take this much longer a call than the worker's median before the two are called
 # contradictory: it runs warm and unflushed, so an honest kernel's is quicker, not slower; the margin is for a
-# machine that was busier during every batch than during most timed calls. A timer that lies by less than this
-# factor is not caught here.
-TOLERANCE = 2.0
+# machine that was busier during every batch than during most timed calls. Under the test suite's load on 2 cores,
+# honest kernels' quickest batches still came to 2.0 and 3.4 times their medians (why is not understood yet), so
+# the margin is wide: a timer that lies by less than this factor is not caught here (the red team's lied 25x).
+TOLERANCE = 5.0
 # The jitter of one request's own cost, spread over the batch's calls.
 _REQUEST_JITTER_NS = 50_000
 
