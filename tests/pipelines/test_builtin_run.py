@@ -11,6 +11,7 @@ import pytest
 from kforge.pipelines.builtin import BuiltinRun, default_variants
 from kforge.problem import load_problem
 from kforge.store import Store
+from kforge.verify.search import Tried
 from kforge.verify.verdict import Outcome, TimingStats, Verdict
 from tests.conftest import PROBLEMS
 
@@ -80,3 +81,58 @@ def test_compiled_variants_are_built_side_by_side_before_any_is_judged(tmp_path:
         triton_run = store.create_run(command="optimize")
         BuiltinRun(store, triton_run.id, "cpu", "triton", _equal_judge("cpu", "triton"), prebuild=prebuild).run(PROBLEM)
         assert not any(step.startswith("prebuild") for step in order)
+
+
+def _timed(platform: str, language: str, median_ms: float, correct: bool = True) -> Verdict:
+    stats = TimingStats(median_ms=median_ms, mean_ms=median_ms, min_ms=median_ms, max_ms=median_ms, iqr_ms=0.0,
+                        repeats=10)
+    return Verdict(verdict=Outcome.CORRECT if correct else Outcome.INCORRECT, reason="scripted", platform=platform,
+                   language=language, runtime_ms=median_ms if correct else None, timing=stats if correct else None)
+
+
+def test_after_a_search_only_the_quickest_variants_are_judged(tmp_path: Path) -> None:
+    """Twelve variants searched: the one wrong in the search is never judged; the quickest is judged, and the
+    second because its search time is close; the harness's figures pick between them."""
+    judged: list[str] = []
+    searched: list[list[str]] = []
+    search_ms = {0: 3.0, 1: 1.0, 2: 1.1, 3: 0.5}  # variant 3 is quickest, but wrong
+
+    def search(sources: list[str], budget_s: float | None) -> list[Tried]:
+        searched.append(sources)
+        return [Tried(index, dropped="incorrect: scripted") if index == 3 else
+                Tried(index, median_ms=search_ms.get(index, 5.0), iqr_ms=0.0) for index in range(len(sources))]
+
+    def judge(source: str) -> Verdict:
+        judged.append(source)
+        index = searched[0].index(source)
+        return _timed("cuda", "triton", {1: 2.0, 2: 1.5}[index])
+
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize")
+        result = BuiltinRun(store, run.id, "cuda", "triton", judge, search=search).run(PROBLEM)
+    sources = searched[0]
+    assert len(sources) == len(set(sources)) and len(sources) > 4
+    assert judged == [sources[1], sources[2]]
+    assert result.best is not None and result.best.source == sources[2]  # the harness found it faster
+    assert result.stop_reason.startswith(f"builtin engine: searched {len(sources)} of {len(sources)} variant(s)")
+    assert "judged 2" in result.stop_reason
+
+
+def test_a_variant_the_harness_rejects_makes_way_for_the_next(tmp_path: Path) -> None:
+    judged: list[int] = []
+
+    def search(sources: list[str], budget_s: float | None) -> list[Tried]:
+        return [Tried(index, median_ms=1.0 + index, iqr_ms=0.0) for index in range(len(sources))]
+
+    sources_seen: list[str] = []
+
+    def judge(source: str) -> Verdict:
+        sources_seen.append(source)
+        judged.append(len(judged))
+        return _timed("cuda", "triton", 1.0, correct=len(judged) > 1)
+
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize")
+        result = BuiltinRun(store, run.id, "cuda", "triton", judge, search=search).run(PROBLEM)
+    # The quickest was rejected; the second is far slower in the search but judged since nothing is correct yet.
+    assert len(judged) == 2 and result.best is not None and result.best.source == sources_seen[1]

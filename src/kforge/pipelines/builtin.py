@@ -1,9 +1,13 @@
-"""The builtin engine's run: propose variants, judge each through the harness, keep the fastest correct one.
+"""The builtin engine's run: propose variants, find the fastest correct one, and have the harness judge it.
 
-Every variant is recorded in the store as an attempt (`made_by="builtin"`) before it is judged, and its
-verdict as soon as it is known; a resumed run finds both there and judges nothing twice. The search over
-variants is `kforge.engine.tune` (each configuration judged by the harness, a new best kept only when it is
-faster beyond noise).
+Where the platform times the language (and the caller gives a `search`), every variant is tried in one sandboxed
+worker first (verify/search.py: milliseconds of calls each, outputs compared with the reference's): those wrong
+there are dropped, and only the quickest, and a second one whose time is close to it, go to the full harness.
+Elsewhere (Triton in the CPU interpreter, which is not timed), or without a search, `kforge.engine.tune` judges
+the variants through the harness, a new best kept only when it is faster beyond noise.
+
+Every variant judged is recorded in the store as an attempt (`made_by="builtin"`) before it is judged, and its
+verdict as soon as it is known; a resumed run finds both there and judges nothing twice.
 """
 
 from __future__ import annotations
@@ -13,18 +17,29 @@ from collections.abc import Callable
 
 from kforge.agents.targets import Target
 from kforge.engine.propose import EngineCandidates, EngineProposer, EngineRequest
-from kforge.engine.tune import TuneSettings, tune
+from kforge.engine.tune import TuneSettings, Variant, tune
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Lineage
 from kforge.pipelines.loop import LoopResult
 from kforge.problem import Problem
 from kforge.proposer import Proposer
 from kforge.store import Store, text_hash
+from kforge.verify.compare import is_faster
+from kforge.verify.search import Tried, ranked
 from kforge.verify.verdict import Evaluator, Verdict
 
 MADE_BY = "builtin"
 ON_ITS_OWN = Lineage("generate", 0, None, MADE_BY)  # where its attempts sit when it runs outside a stage
 Prebuild = Callable[[list[str]], None]  # compiles sources ahead of their evaluation, side by side
+# Tries sources in one worker (verify/search.py) within a wall budget in seconds, None for none.
+Search = Callable[[list[str], float | None], list[Tried]]
+# After a search: the quickest variant is judged, and the next ones too while their search time is within this
+# factor of the quickest's (the search's short timing cannot tell them apart; the harness's can), up to
+# JUDGED_CLOSE in all. A variant right in the search but not in the harness makes way for the next one, up to
+# JUDGED_AT_MOST judgments.
+CLOSE_FACTOR = 1.15
+JUDGED_CLOSE = 2
+JUDGED_AT_MOST = 4
 
 # Variants judged in a run unless the caller asks for a number, by (platform, language). A C++ variant costs
 # a build of about a minute on a CPU; a Triton variant on a GPU compiles and runs in seconds, so more of its
@@ -47,7 +62,7 @@ class BuiltinRun:
 
     def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
                  on_event: EventSink | None = None, *, judge: AttemptJudge | None = None,
-                 lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None,
+                 lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None, search: Search | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.run_id = run_id
@@ -57,6 +72,7 @@ class BuiltinRun:
         self.say = Reporter(on_event)
         self.lineage = lineage
         self.prebuild = prebuild
+        self.search = search
         self.clock = clock  # what the tuning budget is counted on (pipelines/baselines.py: RunBaselines.search_clock)
         self.records: dict[str, AttemptRecord] = {}
         self.proposer: Proposer[EngineRequest, EngineCandidates] = EngineProposer()
@@ -73,6 +89,8 @@ class BuiltinRun:
             self.say(f"builtin: {note}")
         self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
         settings = settings or TuneSettings()
+        if self.search is not None and len(proposal.variants) > 1:
+            return self.search_then_judge(list(proposal.variants), settings)
         self.compile_ahead([variant.source for variant in proposal.variants[:settings.exhaustive_up_to]])
         tuned = tune(proposal.variants, self.judge, settings, progress=self.say, clock=self.clock)
         result = LoopResult(attempts=list(self.records.values()))
@@ -81,6 +99,44 @@ class BuiltinRun:
         result.stop_reason = f"builtin engine: {tuned.stop_reason}" if tuned.stop_reason else \
             f"builtin engine: judged {len(tuned.trials)} variant(s)"
         if result.best is None:
+            result.stop_reason += "; no variant was correct"
+        return result
+
+    def search_then_judge(self, variants: list[Variant], settings: TuneSettings) -> LoopResult:
+        """Try every variant in the search's worker, then judge the quickest (and those close to it)."""
+        assert self.search is not None
+        started = self.clock()
+        sources = list(dict.fromkeys(variant.source for variant in variants))  # two configurations, one source
+        labels = {variant.source: variant.label() for variant in reversed(variants)}
+        self.compile_ahead(sources)
+        self.say(f"builtin: searching {len(sources)} variants in one worker")
+        tried = self.search(sources, settings.budget_s)
+        for one in tried:
+            label = labels[sources[one.index]]
+            self.say(f"builtin: search: {label}: " + (f"{one.median_ms:.4f} ms" if one.usable else
+                                                      f"dropped ({one.dropped})"))
+        order = ranked(tried)
+        searched = sum(1 for one in tried if one.dropped is None or not one.dropped.startswith("not tried"))
+        summary = (f"builtin engine: searched {searched} of {len(sources)} variant(s) in "
+                   f"{self.clock() - started:.0f} s (builds included), {len(order)} right")
+        best: AttemptRecord | None = None
+        judged = 0
+        for one in order:
+            if judged >= JUDGED_AT_MOST or (best is not None and (
+                    judged >= JUDGED_CLOSE or (one.median_ms or 0.0) > CLOSE_FACTOR * (order[0].median_ms or 0.0))):
+                break
+            source = sources[one.index]
+            verdict = self.judge(source)
+            judged += 1
+            record = self.records[text_hash(source)]
+            if not verdict.correct:
+                self.say(f"builtin: {labels[source]}: right in the search, but the harness judged it "
+                         f"{verdict.verdict}: {verdict.reason.splitlines()[0][:200]}")
+            elif best is None or (best.verdict is not None and is_faster(verdict, best.verdict)):
+                best = record
+        result = LoopResult(attempts=list(self.records.values()), best=best)
+        result.stop_reason = f"{summary}; judged {judged}"
+        if best is None:
             result.stop_reason += "; no variant was correct"
         return result
 

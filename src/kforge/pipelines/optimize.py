@@ -20,7 +20,7 @@ from kforge.engine.tune import TuneSettings
 from kforge.llm.base import ChatModel
 from kforge.llm.budget import Budget, Spend
 from kforge.pipelines.baselines import RunBaselines
-from kforge.pipelines.builtin import BuiltinRun, stage_engine
+from kforge.pipelines.builtin import BuiltinRun, Search, stage_engine
 from kforge.pipelines.confirm import confirm_best
 from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import Evaluator
@@ -36,6 +36,7 @@ from kforge.store import Store, StoreError
 from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
 from kforge.verify.prebuild import Prebuilder
 from kforge.verify.sandbox import WorkerPool, run_pool
+from kforge.verify.search import SearchSettings, Tried, search_variants
 from kforge.verify.verdict import Verdict
 
 
@@ -142,7 +143,9 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
     with run_pool() as pool, _marking_status(store, run_id) as ending:
         evaluator, baselines = _judging(problem, options, pool, store, run_id, on_event)
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
-                            prebuild=_prebuilder(options, on_event), clock=baselines.search_clock)
+                            prebuild=_prebuilder(options, on_event),
+                            search=_searcher(problem, baselines.candidate_options, request.language, on_event),
+                            clock=baselines.search_clock)
         tuning = TuneSettings(budget_s=request.time_budget_s) if request.time_budget_s else None
         result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes, settings=tuning)
         confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
@@ -214,6 +217,20 @@ def _prebuilder(options: EvalOptions, on_event: EventSink | None) -> Callable[[l
         Reporter(on_event)(f"builtin: {built} of {len(sources)} variants compiled")
 
     return prebuild
+
+
+def _searcher(problem: Problem, options: EvalOptions, language: str,
+              on_event: EventSink | None) -> Search | None:
+    """The variant search (verify/search.py) where the platform times `language`; None where it does not (Triton in
+    the CPU interpreter), for the run then has nothing to rank variants by but the harness's verdicts."""
+    if get_platform(options.platform).untimed_reason(language):
+        return None
+    say = Reporter(on_event)
+
+    def search(sources: list[str], budget_s: float | None) -> list[Tried]:
+        return search_variants(problem, sources, options, SearchSettings(budget_s=budget_s), progress=say)
+
+    return search
 
 
 def _candidate_profiler(problem: Problem, options: EvalOptions, pool: WorkerPool, store: Store,

@@ -100,6 +100,21 @@ class HandOverRequest(_Message):
     out: str
 
 
+class TryRequest(_Message):
+    """The variant search (verify/search.py): import the variant `solution` beside any tried before, build its
+    model under `seed`, call it once on the inputs of `input_seed` (output to the file `out`), time it by `plan`,
+    then let it go. The problem and platform are named as in `load`; the first try loads them."""
+
+    op: Literal["try"] = "try"
+    problem: str
+    platform: str
+    solution: str
+    seed: int
+    input_seed: int
+    plan: TimingPlan
+    out: str
+
+
 class ProfileRequest(_Message):
     op: Literal["profile"] = "profile"
     seed: int
@@ -111,7 +126,7 @@ class ExitRequest(_Message):
 
 
 Request = Annotated[LoadRequest | RunRequest | TimeRequest | StageRequest | BatchRequest | HandOverRequest
-                    | BuildRequest | ProfileRequest | ExitRequest, Field(discriminator="op")]
+                    | BuildRequest | TryRequest | ProfileRequest | ExitRequest, Field(discriminator="op")]
 _REQUEST = TypeAdapter(Request)
 
 
@@ -175,6 +190,11 @@ class TimeReply(_Reply):
     host_bound: list[bool]
     loop_ns: int  # the whole request, as the worker's second clock saw it
     spots: list[int]
+
+
+class TryReply(_Reply):
+    build_s: float  # this variant's share of the worker's compile time
+    times_ns: list[int]
 
 
 class StageReply(_Reply):

@@ -11,6 +11,7 @@ Import order matters: the clocks and the tamper snapshot are taken here, before 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import threading
@@ -52,6 +53,8 @@ from kforge.verify.protocol import (
     StageRequest,
     TimeReply,
     TimeRequest,
+    TryReply,
+    TryRequest,
     parse_request,
 )
 from kforge.verify.tamper import CandidateWatch
@@ -139,6 +142,55 @@ class WorkerState:
         return BuildReply(build_s=self.builds.seconds, builds=self.builds.builds,
                           libraries=[BuiltLibrary(name=name, folder=str(folder))
                                      for name, folder in self.builds.libraries])
+
+    def try_variant(self, request: TryRequest) -> TryReply:
+        """One variant of the search: imported beside those tried before, called once for the harness to compare,
+        timed, and let go (its memory freed before the next). Nothing here is a verdict: the harness picks the
+        variants it judges by these figures, and judges them in a worker of their own."""
+        if self.problem is None or self.problem.path != Path(request.problem):
+            self.problem = load_problem(request.problem, check_runs=False)
+        self.platform = platform = get_platform(request.platform)
+        problem = self.problem
+        builds_before = self.builds.seconds
+        _free_memory(platform)  # what the last variant's failure still held
+        self.watch.before_candidate()
+        module = self._import_candidate(Path(request.solution))
+        model_class = getattr(module, "ModelNew", None)
+        if model_class is None:
+            raise RequestFailed("runtime_error", "the solution defines no ModelNew")
+        self.candidate_loaded = True
+        try:
+            times = self._try_model(model_class, problem, platform, request)
+        finally:
+            del module, model_class
+            _free_memory(platform)
+        self._check_tamper()
+        return TryReply(build_s=self.builds.seconds - builds_before, times_ns=times)
+
+    def _try_model(self, model_class: Any, problem: Problem, platform: Platform, request: TryRequest) -> list[int]:
+        """Build a variant's model, hand over its output on the search's inputs, and time it."""
+        seed_everything(request.seed)
+        try:
+            model = model_class(*problem.init_inputs())
+            model = model.to(platform.device) if isinstance(model, torch.nn.Module) else model
+        except Exception as exc:
+            raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
+
+        def make_inputs(seed: int) -> list[Any]:
+            return problem.inputs(seed, device=platform.device)
+
+        try:
+            with torch.no_grad():
+                output = self._keep(model(*make_inputs(request.input_seed)))
+                platform.synchronize()
+                tensors.save({"output": output}, Path(request.out))
+                del output
+                return run_timing(lambda inputs: model(*inputs), make_inputs, platform, request.plan,
+                                  self._keep).times_ns
+        except RequestFailed:
+            raise
+        except Exception as exc:
+            raise RequestFailed("runtime_error", f"forward failed: {_describe(exc)}") from exc
 
     def run(self, request: RunRequest) -> RunReply:
         problem, platform = self._ready()
@@ -318,6 +370,14 @@ def _storages(value: Any) -> set[int]:
     return set()
 
 
+def _free_memory(platform: Platform) -> None:
+    """Return what the models let go to the device, so that the next variant has all of it."""
+    gc.collect()
+    empty_cache = getattr(getattr(torch, platform.device.type, None), "empty_cache", None)
+    if callable(empty_cache):
+        empty_cache()
+
+
 def _tensor_bytes(values: list[Any]) -> int:
     return sum(value.numel() * value.element_size() for value in values if isinstance(value, torch.Tensor))
 
@@ -337,7 +397,7 @@ def serve(state: WorkerState, requests: Any, reply: Any) -> None:
     handlers: dict[type[Any], Callable[[Any], Any]] = {
         LoadRequest: state.load, RunRequest: state.run, TimeRequest: state.time, StageRequest: state.stage,
         BatchRequest: state.run_batch, HandOverRequest: state.hand_over, BuildRequest: state.build,
-        ProfileRequest: state.profile}
+        TryRequest: state.try_variant, ProfileRequest: state.profile}
     for line in requests:
         request = parse_request(line)
         if isinstance(request, ExitRequest):
