@@ -47,12 +47,18 @@ JUDGED_AT_MOST = 4
 # interpreter is not timed, so its variants cannot be ranked and only a fallback for an incorrect one helps.
 DEFAULT_VARIANTS: dict[tuple[str, str], int] = {("cpu", "cpp"): 3, ("cuda", "triton"): 12}
 OTHER_VARIANTS = 3
+# Where a search ranks the variants (verify/search.py), a Triton variant costs its compile and a fraction of a
+# second of calls, not a judgment: the whole space the backend offers is searched.
+SEARCHED_VARIANTS: dict[tuple[str, str], int] = {("cuda", "triton"): 64}
 # Languages whose candidates are compiled before they run (Triton compiles at its first call).
 COMPILED_LANGUAGES = ("cpp", "cuda")
 
 
-def default_variants(platform: str, language: str) -> int:
-    """How many variants the engine judges for (platform, language) when not told."""
+def default_variants(platform: str, language: str, searched: bool = False) -> int:
+    """How many variants the engine considers for (platform, language) when not told: judges, or with `searched`
+    tries in the search."""
+    if searched and (platform, language) in SEARCHED_VARIANTS:
+        return SEARCHED_VARIANTS[(platform, language)]
     return DEFAULT_VARIANTS.get((platform, language), OTHER_VARIANTS)
 
 
@@ -83,11 +89,12 @@ class BuiltinRun:
             settings: TuneSettings | None = None) -> LoopResult:
         """Propose and judge up to `variants` (default: `default_variants`); LoweringError (before anything is
         recorded) when the problem cannot be lowered."""
-        limit = variants if variants is not None else default_variants(self.platform, self.language)
+        limit = variants if variants is not None else default_variants(self.platform, self.language,
+                                                                       searched=self.search is not None)
         proposal = self.proposer.propose(EngineRequest(problem, self.language, vendor_gemm, limit))
         for note in proposal.program.notes:
             self.say(f"builtin: {note}")
-        self.say(f"builtin: {len(proposal.variants)} variant(s) to judge")
+        self.say(f"builtin: {len(proposal.variants)} variant(s) to {'search' if self.search else 'judge'}")
         settings = settings or TuneSettings()
         if self.search is not None and len(proposal.variants) > 1:
             return self.search_then_judge(list(proposal.variants), settings)
