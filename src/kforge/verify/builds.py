@@ -42,7 +42,6 @@ class BuildRecorder:
         self.cache_dir = cache_dir
         self.seconds = 0.0
         self.builds = 0
-        self.libraries: list[tuple[str, Path]] = []  # (extension name, its build folder) of every cached build
         self._original: Callable[..., Any] = cpp_extension.load_inline
 
     def install(self) -> None:
@@ -52,7 +51,6 @@ class BuildRecorder:
         started = time.perf_counter()
         if "build_directory" not in kwargs:
             directory = self.cache_dir / build_folder_name(name, build_key(name, cpp_sources, args, kwargs))
-            self.libraries.append((name, directory))
             restored = _load_restored(name, directory, kwargs)
             if restored is not None:
                 self.seconds += time.perf_counter() - started

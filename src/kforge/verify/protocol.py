@@ -165,18 +165,8 @@ class LoadReply(_Reply):
     builds: int = 0
 
 
-class BuiltLibrary(BaseModel):
-    """One extension a build left in the cache: its name and its build folder (a path the harness checks lies
-    inside the cache before it trusts it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: Annotated[str, Field(max_length=200)]
-    folder: Annotated[str, Field(max_length=4096)]
-
-
 class BuildReply(LoadReply):
-    libraries: list[BuiltLibrary] = Field(default_factory=list, max_length=64)
+    """A build worker's answer: what it compiled stays in its directory, which the harness keeps once it is dead."""
 
 
 class RunReply(_Reply):

@@ -35,7 +35,6 @@ from kforge.verify.protocol import (
     BatchRequest,
     BuildReply,
     BuildRequest,
-    BuiltLibrary,
     ExitRequest,
     Failure,
     FailureKind,
@@ -139,9 +138,7 @@ class WorkerState:
         """Import a candidate only, so its extensions compile into the cache (see verify/prebuild.py)."""
         self._import_candidate(Path(request.solution))
         self._check_tamper()
-        return BuildReply(build_s=self.builds.seconds, builds=self.builds.builds,
-                          libraries=[BuiltLibrary(name=name, folder=str(folder))
-                                     for name, folder in self.builds.libraries])
+        return BuildReply(build_s=self.builds.seconds, builds=self.builds.builds)
 
     def try_variant(self, request: TryRequest) -> TryReply:
         """One variant of the search: imported beside those tried before, called once for the harness to compare,
