@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kforge.problem import load_problem
 from kforge.verify.search import SearchSettings, Tried, ranked, search_variants
 from tests.conftest import CANDIDATES, POLICY_OFF, PROBLEMS, fast_options
@@ -27,8 +29,9 @@ class ModelNew(nn.Module):
 {body}
 '''
 RIGHT = _VARIANT.format(body="        y = x * self.scale\n        return torch.where(y > 0, y, 0.1 * y)")
-# The same function, 5 ms later every call: the search must rank it behind RIGHT.
-SLOW = _VARIANT.format(body="        import time\n        time.sleep(0.005)\n"
+# The same function, a quarter of a second later every call: the search must rank it behind RIGHT, even on a
+# loaded machine (where a small CPU op can take tens of milliseconds).
+SLOW = _VARIANT.format(body="        import time\n        time.sleep(0.25)\n"
                             "        return torch.nn.functional.leaky_relu(x * self.scale, 0.1)")
 WRONG = _VARIANT.format(body="        return torch.nn.functional.leaky_relu(x * self.scale, 0.2)")
 RAISES = _VARIANT.format(body="        raise RuntimeError('no kernel today')")
@@ -81,3 +84,30 @@ def test_a_compiled_variant_builds_in_the_search_and_is_timed(tmp_path: Path) ->
     tried = search_variants(load_problem(LEAKY), [broken, honest], fast_options(cache_dir=tmp_path), QUICK)
     assert tried[0].dropped is not None and tried[0].dropped.startswith("compile_error")
     assert tried[1].usable and tried[1].build_s > 0
+
+
+@pytest.mark.gpu
+def test_the_engines_triton_variants_are_searched_on_a_gpu(tmp_path: Path) -> None:
+    """The engine's Triton GEMM variants, each compiled and timed in the one worker on CUDA."""
+    from kforge.engine.propose import propose
+
+    problem = load_problem(PROBLEMS / "engine" / "linear_gelu.py")
+    variants = propose(problem, "triton", limit=4).variants
+    options = fast_options(platform="cuda", cache_dir=tmp_path)
+    tried = search_variants(problem, [variant.source for variant in variants], options, QUICK)
+    assert len(tried) == len(variants) >= 2
+    assert all(one.usable for one in tried), [one.dropped for one in tried]
+    assert all((one.median_ms or 0.0) > 0 for one in tried)
+
+
+def test_a_variant_near_its_floor_ends_the_search() -> None:
+    """Floors far above any real time: the first variant is 'within reach', so nothing after it is tried."""
+    tried = search_variants(load_problem(LEAKY), [RIGHT, SLOW, RIGHT], fast_options(policy=POLICY_OFF), QUICK,
+                            floors_ms=[1e3, 1e3, None])
+    first, *rest = tried
+    assert first.usable and first.floor_share is not None and first.floor_share > 1
+    assert all(one.dropped is not None and "of its roofline floor" in one.dropped for one in rest)
+    # A floor far below it ends nothing.
+    tried = search_variants(load_problem(LEAKY), [RIGHT, RIGHT], fast_options(policy=POLICY_OFF), QUICK,
+                            floors_ms=[1e-6, 1e-6])
+    assert all(one.usable for one in tried) and all((one.floor_share or 1) < 0.01 for one in tried)

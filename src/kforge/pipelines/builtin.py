@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from kforge.agents.targets import Target
+from kforge.engine.cost import CostModel
 from kforge.engine.propose import EngineCandidates, EngineProposer, EngineRequest
 from kforge.engine.tune import TuneSettings, Variant, tune
 from kforge.pipelines.events import EventSink, Reporter
@@ -31,8 +32,9 @@ from kforge.verify.verdict import Evaluator, Verdict
 MADE_BY = "builtin"
 ON_ITS_OWN = Lineage("generate", 0, None, MADE_BY)  # where its attempts sit when it runs outside a stage
 Prebuild = Callable[[list[str]], None]  # compiles sources ahead of their evaluation, side by side
-# Tries sources in one worker (verify/search.py) within a wall budget in seconds, None for none.
-Search = Callable[[list[str], float | None], list[Tried]]
+# Tries sources in one worker (verify/search.py), given each one's roofline floor in ms (None: unknown) and a wall
+# budget in seconds (None: none).
+Search = Callable[[list[str], list[float | None], float | None], list[Tried]]
 # After a search: the quickest variant is judged, and the next ones too while their search time is within this
 # factor of the quickest's (the search's short timing cannot tell them apart; the harness's can), up to
 # JUDGED_CLOSE in all. A variant right in the search but not in the harness makes way for the next one, up to
@@ -69,7 +71,7 @@ class BuiltinRun:
     def __init__(self, store: Store, run_id: int, platform: str, language: str, evaluate: Evaluator,
                  on_event: EventSink | None = None, *, judge: AttemptJudge | None = None,
                  lineage: Lineage = ON_ITS_OWN, prebuild: Prebuild | None = None, search: Search | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 cost: Callable[[], CostModel] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.run_id = run_id
         self.platform = platform
@@ -79,6 +81,7 @@ class BuiltinRun:
         self.lineage = lineage
         self.prebuild = prebuild
         self.search = search
+        self.cost = cost  # measured when first needed: the workload's floor and the device's peaks
         self.clock = clock  # what the tuning budget is counted on (pipelines/baselines.py: RunBaselines.search_clock)
         self.records: dict[str, AttemptRecord] = {}
         self.proposer: Proposer[EngineRequest, EngineCandidates] = EngineProposer()
@@ -113,19 +116,25 @@ class BuiltinRun:
         """Try every variant in the search's worker, then judge the quickest (and those close to it)."""
         assert self.search is not None
         started = self.clock()
-        sources = list(dict.fromkeys(variant.source for variant in variants))  # two configurations, one source
-        labels = {variant.source: variant.label() for variant in reversed(variants)}
+        unique = list({variant.source: variant for variant in reversed(variants)}.values())[::-1]
+        cost = self.cost() if self.cost is not None else CostModel(None, tensor_cores=False)
+        ordered = [unique[index] for index in cost.order([variant.config for variant in unique])]
+        sources = [variant.source for variant in ordered]
+        labels = {variant.source: variant.label() for variant in ordered}
         self.compile_ahead(sources)
         self.say(f"builtin: searching {len(sources)} variants in one worker")
-        tried = self.search(sources, settings.budget_s)
+        tried = self.search(sources, [cost.floor_ms(variant.config) for variant in ordered], settings.budget_s)
         for one in tried:
             label = labels[sources[one.index]]
-            self.say(f"builtin: search: {label}: " + (f"{one.median_ms:.4f} ms" if one.usable else
+            share = f", {one.floor_share:.0%} of its roofline floor" if one.floor_share is not None else ""
+            self.say(f"builtin: search: {label}: " + (f"{one.median_ms:.4f} ms{share}" if one.usable else
                                                       f"dropped ({one.dropped})"))
         order = ranked(tried)
         searched = sum(1 for one in tried if one.dropped is None or not one.dropped.startswith("not tried"))
         summary = (f"builtin engine: searched {searched} of {len(sources)} variant(s) in "
                    f"{self.clock() - started:.0f} s (builds included), {len(order)} right")
+        if order and order[0].floor_share is not None:
+            summary += f", the quickest at {order[0].floor_share:.0%} of its roofline floor"
         best: AttemptRecord | None = None
         judged = 0
         for one in order:

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+import torch
+
 from kforge.agents.analyst import AnalystAgent, ProfileView
 from kforge.agents.analyzer import AnalyzerAgent
 from kforge.agents.generator import GenerationAgent
@@ -15,6 +17,7 @@ from kforge.agents.planner import PlannerAgent
 from kforge.agents.stage_writer import StageWriter
 from kforge.agents.targets import Target
 from kforge.engine.capture import LoweringError
+from kforge.engine.cost import CostModel, Floor
 from kforge.engine.propose import propose
 from kforge.engine.tune import TuneSettings
 from kforge.llm.base import ChatModel
@@ -32,6 +35,7 @@ from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult
 from kforge.platforms import get_platform
 from kforge.problem import Problem, Solution, load_problem
+from kforge.profiling import measure_peaks, measure_workload
 from kforge.store import Store, StoreError
 from kforge.verify.evaluate import EvalOptions, ProfileFailed, evaluate
 from kforge.verify.prebuild import Prebuilder
@@ -145,7 +149,7 @@ def run_builtin(store: Store, run_id: int, request: OptimizeRequest,
         engine = BuiltinRun(store, run_id, request.platform, request.language, evaluator, on_event,
                             prebuild=_prebuilder(options, on_event),
                             search=_searcher(problem, baselines.candidate_options, request.language, on_event),
-                            clock=baselines.search_clock)
+                            cost=lambda: _cost_model(problem, options), clock=baselines.search_clock)
         tuning = TuneSettings(budget_s=request.time_budget_s) if request.time_budget_s else None
         result = engine.run(problem, vendor_gemm=options.policy.vendor_gemm_passes, settings=tuning)
         confirmation = _settle_best(store, run_id, result, problem, options, pool, on_event)
@@ -227,10 +231,25 @@ def _searcher(problem: Problem, options: EvalOptions, language: str,
         return None
     say = Reporter(on_event)
 
-    def search(sources: list[str], budget_s: float | None) -> list[Tried]:
-        return search_variants(problem, sources, options, SearchSettings(budget_s=budget_s), progress=say)
+    def search(sources: list[str], floors_ms: list[float | None], budget_s: float | None) -> list[Tried]:
+        return search_variants(problem, sources, options, SearchSettings(budget_s=budget_s), progress=say,
+                               floors_ms=floors_ms)
 
     return search
+
+
+def _cost_model(problem: Problem, options: EvalOptions) -> CostModel:
+    """The search's cost model: the reference's FLOPs and minimum bytes (counted here, on the trusted reference)
+    against the device's measured peaks (profiling/peaks.py, measured once per machine and cached)."""
+    platform = get_platform(options.platform)
+    model = problem.make_model(options.seed).to(platform.device)
+    workload = measure_workload(model, problem.inputs(options.seed, device=platform.device))
+    del model
+    peaks = measure_peaks(platform, dtype=getattr(torch, workload.dtype, torch.float32), cache_dir=options.cache_dir)
+    device = platform.device
+    tensor_cores = device.type == "cuda" and torch.version.hip is None and \
+        torch.cuda.get_device_capability(device) >= (8, 0)
+    return CostModel(Floor.of(workload, peaks), tensor_cores)
 
 
 def _candidate_profiler(problem: Problem, options: EvalOptions, pool: WorkerPool, store: Store,

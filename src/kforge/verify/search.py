@@ -20,6 +20,7 @@ restored here from the store, checked, like in any evaluation.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from kforge.verify.verdict import Outcome
 
 Progress = Callable[[str], None]
 
+# A variant within this share of its floor ends the search (engine/cost.py says why).
+GOOD_ENOUGH = 0.85
 # Apart from every seed an evaluation draws its inputs after (evaluate.py), so that the search's inputs are not
 # the judged ones.
 _SEARCH_SEED = 9_000_011
@@ -76,6 +79,7 @@ class Tried:
     dropped: str | None = None  # one line: the policy, the build, the run or the comparison
     build_s: float = 0.0
     seconds: float = 0.0  # the wall time its try took, build included
+    floor_share: float | None = None  # its floor over its median (engine/cost.py), where the caller gave a floor
 
     @property
     def usable(self) -> bool:
@@ -89,15 +93,17 @@ def ranked(tried: Sequence[Tried]) -> list[Tried]:
 
 def search_variants(problem: Problem, sources: Sequence[str], options: EvalOptions,
                     settings: SearchSettings | None = None, progress: Progress | None = None,
-                    clock: Callable[[], float] = time.monotonic) -> list[Tried]:
+                    clock: Callable[[], float] = time.monotonic,
+                    floors_ms: Sequence[float | None] | None = None) -> list[Tried]:
     """Try each of `sources` (candidates' sources, one language) in one sandboxed worker, in order; one `Tried`
-    per source, in the same order, those not reached in the budget marked so. Raises PlatformError for an unknown
+    per source, in the same order, those not reached marked so: the budget was spent, or a variant came within
+    GOOD_ENOUGH of its floor (`floors_ms`, one per source, None where unknown). Raises PlatformError for an unknown
     platform and SandboxUnavailable where `options.require_sandbox` asks for limits this machine cannot enforce."""
     settings = settings or SearchSettings()
     say = progress or (lambda _message: None)
     context = _Context(problem, None, get_platform(options.platform), options, say, None)
     search = _Search(_Evaluation(context), settings, clock)
-    return search.run(list(sources))
+    return search.run(list(sources), list(floors_ms) if floors_ms is not None else [None] * len(sources))
 
 
 class _Search:
@@ -109,7 +115,7 @@ class _Search:
         self.seed = self.ctx.input_seed + _SEARCH_SEED
         self.worker: Worker | None = None
 
-    def run(self, sources: list[str]) -> list[Tried]:
+    def run(self, sources: list[str], floors_ms: list[float | None]) -> list[Tried]:
         ctx = self.ctx
         started = self.clock()
         inputs = ctx.problem.inputs(self.seed, device=ctx.platform.device)
@@ -126,7 +132,16 @@ class _Search:
                                      for later in range(index, len(sources)))
                         break
                     ctx.progress(f"searching: variant {index + 1} of {len(sources)}")
-                    tried.append(self.try_one(index, source, expected))
+                    one = self.try_one(index, source, expected)
+                    floor = floors_ms[index] if index < len(floors_ms) else None
+                    if floor is not None and one.median_ms:
+                        one = dataclasses.replace(one, floor_share=floor / one.median_ms)
+                    tried.append(one)
+                    if one.floor_share is not None and one.floor_share >= GOOD_ENOUGH:
+                        tried.extend(Tried(later, dropped=f"not tried: variant {index + 1} came within "
+                                                          f"{one.floor_share:.0%} of its roofline floor")
+                                     for later in range(index + 1, len(sources)))
+                        break
         finally:
             self.retire()
         return tried
