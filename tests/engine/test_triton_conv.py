@@ -210,3 +210,56 @@ def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Pa
         path.write_text(variant.source)
         verdict = evaluate(problem, path, fast_options(platform="cuda", language="triton", trials=1), pool=pool)
         assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}"
+
+
+WIDE_CHANNELS = '''"""Convolutions whose groups hold at least a K step of channels: the tap-major loop. A grouped 3x3 conv2d (48
+channels a group: one full step of 32 and a masked one), then a conv1d of 64 channels with stride 2."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(96, 40, 3, padding=1, groups=2)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 96, 7, 9)]
+
+
+def get_init_inputs():
+    return []
+'''
+WIDE_CONV1D = '''"""A conv1d of 64 channels in, 24 out, stride 2, no padding."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(64, 24, 3, stride=2)
+
+    def forward(self, x):
+        return self.conv(x) * 0.5
+
+
+def get_inputs():
+    return [torch.randn(3, 64, 17)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("text", [WIDE_CHANNELS, WIDE_CONV1D], ids=["grouped_conv2d", "conv1d"])
+def test_wide_groups_take_one_tap_a_step_and_are_correct(tmp_path: Path, text: str) -> None:
+    problem = _written(tmp_path, "wide", text)
+    variant = _variants(problem, limit=1)[0]
+    assert "for step in range(" in variant.source  # the tap-major loop
+    _judge(tmp_path, problem, variant)

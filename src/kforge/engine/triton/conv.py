@@ -214,6 +214,19 @@ def _conv_fixed(program: Program, heavy: Node, config: Config) -> dict[str, Any]
         if pad:
             x_mask.append(f"(i{axis} >= 0) & (i{axis} < {kernel_size})")
     fixed["x_mask"] = " & ".join(x_mask + ([] if even_k else ["(k < K)[:, None]"]))
+    # Tap-major K (`_conv.j2`): one tap and BLOCK_K of its channels per step, so that a step's gather is one
+    # offset per pixel and the padding's test one per pixel, not per element of the K x pixels tile. Only where a
+    # group's channels fill a step's BLOCK_K: with fewer (an RGB stem's 3), the steps would be mostly zeros.
+    block_k = config["BLOCK_K"]
+    fixed["tap_major"] = group_c >= block_k
+    fixed["c_blocks"] = -(-group_c // block_k)
+    fixed["taps"] = math.prod(taps)
+    even_c = group_c % block_k == 0
+    dims = (("h", "H"), ("w", "W"))[-len(taps):]
+    tap_mask = ["(rm < M)"] + [f"(i{axis} >= 0) & (i{axis} < {size})" for axis, size in dims if fixed[f"p{axis}"]]
+    fixed["tap_x_mask"] = f"({' & '.join(tap_mask)})[None, :]" + ("" if even_c else f" & (c < {group_c})[:, None]")
+    fixed["tap_w_mask"] = " & ".join(([] if even_n else [f"({n_ok})[:, None]"]) +
+                                     ([] if even_c else [f"(c < {group_c})[None, :]"]))
     fixed["w_mask"] = " & ".join(([] if even_n else [f"({n_ok})[:, None]"]) + ([] if even_k else ["(k < K)[None, :]"]))
     fixed["out_mask"] = "(rm < M)[None, :]" + ("" if even_n else f" & ({n_ok})[:, None]")
     return fixed
