@@ -248,9 +248,9 @@ def optimize_command(
         help="Write the best solution here (a standalone file that runs without kforge).")] = None,
     resume: Annotated[int | None, typer.Option(metavar="RUN", help=(
         "Resume run RUN where it stopped (interrupted, killed, failed or finished), with every setting it "
-        "started with, --out included. Only --out, --min-speedup, --base-url, --time-budget, --max-usd, "
-        "--max-calls, --no-cache, --require-sandbox and --db may be given with it; given, they hold for this "
-        "resume (a budget set again, by flag, environment or kforge.toml, replaces the recorded one)."))] = None,
+        "started with, --out included. Given again, --out and the options of the speedup bar, the server, "
+        "the budgets, the cache and the sandbox hold for this resume; any other option is refused "
+        "(docs/optimize.md, Resuming)."))] = None,
     db: DbOption = None,
     images: Annotated[bool, typer.Option(help="Send profile charts as images (for models that accept them).")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Always ask the model, never the store.")] = False,
@@ -586,7 +586,8 @@ def runs_command(
                                                     "interrupted.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run, one per line.")] = False,
 ) -> None:
-    """List recorded runs, newest first: how each ended, and its best kernel's runtime and speedups."""
+    """List recorded runs, newest first: how each ended, and its best kernel's runtime and speedups. A run whose
+    process is gone without ending it (killed, say) is listed as interrupted."""
     from kforge.config import ConfigError, load_settings
     from kforge.reports import run_summary, runs_table
     from kforge.store import RUN_STATUSES, Store, StoreError

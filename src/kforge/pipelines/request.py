@@ -97,8 +97,9 @@ class OptimizeRequest:
 @dataclass(frozen=True)
 class ResumeChanges:
     """What a resume's command line may say anew, each None (or False) where it says nothing and the run's record
-    holds. None of it changes the search a resumed run repeats: where the best goes, the bar it must pass, the
-    model's server (one that moved), the wall time, and whether the sandbox must be whole (it may only tighten)."""
+    holds. None of it changes the decisions a resumed run repeats: where the best goes, the bar it must pass, the
+    model's server (one that moved), how long it may search, and whether the sandbox must be whole (it may only
+    tighten)."""
 
     out: Path | None = None
     min_speedup: float | None = None
@@ -121,8 +122,7 @@ class ResumeChanges:
 
     def _values(self) -> dict[str, Any]:
         return {"out": self.out.resolve() if self.out else None, "min_speedup": self.min_speedup,
-                "base_url": self.base_url,
-                "time_budget_s": self.time_budget_s}
+                "base_url": self.base_url, "time_budget_s": self.time_budget_s}
 
 
 _FLAGS = {"out": "--out", "min_speedup": "--min-speedup", "base_url": "--base-url", "time_budget_s": "--time-budget"}
