@@ -212,8 +212,16 @@ DbOption = Annotated[Path | None, typer.Option("--db", metavar="FILE",
         help="Run database (default: per-user, see docs).")]
 
 
+# The options of `optimize --resume` besides the run's own settings: its store, where the best goes, the bar it must
+# pass, the model's server, the budgets, the cache and the sandbox (pipelines/request.py, ResumeChanges). A resumed
+# run takes everything else from its record.
+_SAID_AGAIN_ON_RESUME = frozenset({"resume", "db", "out_file", "min_speedup", "base_url", "time_budget", "max_usd",
+                                   "max_calls", "no_cache", "require_sandbox"})
+
+
 @app.command("optimize", cls=_Command, short_help="Find a fast, correct kernel for a problem.")
 def optimize_command(
+    ctx: typer.Context,
     problem: Annotated[Path | None, typer.Argument(metavar="PROBLEM",
         help="Problem file (not needed with --resume).")] = None,
     platform: Annotated[str, typer.Option(metavar="PLATFORM",
@@ -238,7 +246,11 @@ def optimize_command(
         help="Stop after this many rounds without improvement.")] = 2,
     out_file: Annotated[Path | None, typer.Option("--out", metavar="FILE",
         help="Write the best solution here (a standalone file that runs without kforge).")] = None,
-    resume: Annotated[int | None, typer.Option(metavar="RUN", help="Resume run RUN_ID where it stopped.")] = None,
+    resume: Annotated[int | None, typer.Option(metavar="RUN", help=(
+        "Resume run RUN where it stopped (interrupted, killed, failed or finished), with every setting it "
+        "started with, --out included. Given again, --out and the options of the speedup bar, the server, "
+        "the budgets, the cache and the sandbox hold for this resume; any other option is refused "
+        "(docs/optimize.md, Resuming)."))] = None,
     db: DbOption = None,
     images: Annotated[bool, typer.Option(help="Send profile charts as images (for models that accept them).")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Always ask the model, never the store.")] = False,
@@ -282,7 +294,7 @@ def optimize_command(
     from kforge.llm import LLMError
     from kforge.pipelines.loop import LoopSettings
     from kforge.pipelines.optimize import OptimizeError, StoreError, check_builtin, resume_request, start_run
-    from kforge.pipelines.request import BUILTIN, build_request
+    from kforge.pipelines.request import BUILTIN, ResumeChanges, build_request, resumed_budget
     from kforge.platforms import PlatformError
     from kforge.problem import ProblemError, SolutionError
     from kforge.store import Store
@@ -294,10 +306,16 @@ def optimize_command(
                                   "max_usd": max_usd, "max_calls": max_calls})
         eval_options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms, rounds=timing_rounds),
                                    baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
-        _say_sandbox(require_sandbox)
         with Store(settings.db_path) as store:
             if resume is not None:
-                request = resume_request(store, resume, eval_options)
+                _refuse_settings_given_again(ctx, resume)
+                recorded = resume_request(store, resume, eval_options, base_url=settings.base_url)
+                changes = ResumeChanges(out=out_file, min_speedup=min_speedup, base_url=base_url,
+                                        time_budget_s=time_budget, require_sandbox=require_sandbox)
+                request = changes.applied_to(recorded)
+                for note in changes.notes(recorded):
+                    err.print(note, markup=False, highlight=False, soft_wrap=True)
+                budget = resumed_budget(store, resume, settings.budget())
                 run_id = resume
             else:
                 if problem is None:
@@ -311,21 +329,38 @@ def optimize_command(
                     loop=LoopSettings(attempts=attempts, rounds=rounds, candidates=candidates, patience=patience),
                     send_images=images, max_output_tokens=settings.max_output_tokens,
                     temperature=settings.temperature, builtin_start=builtin_start, allow_vendor_gemm=allow_vendor_gemm,
-                    time_budget_s=time_budget)
+                    time_budget_s=time_budget, base_url=settings.base_url, out=out_file, min_speedup=min_speedup)
                 if request.model == BUILTIN:
                     check_builtin(request)  # a problem it cannot lower ends here, before a run is recorded
+                budget = settings.budget()
+            _say_sandbox(request.eval_options.require_sandbox)
             chat = _chat_model(request, settings)  # a model that cannot be used ends here too
             if resume is None:
-                run_id = start_run(store, request)
+                run_id = start_run(store, request, budget)
             else:
-                store.resume_run(resume)
-            _run_and_report(store, run_id, request, chat, out_file, settings, db, min_speedup)
+                store.resume_run(resume)  # refused while another process still runs it
+            _run_and_report(store, run_id, request, chat, budget, not settings.no_cache, db)
     except (ProblemError, SolutionError, PlatformError, ConfigError, OptimizeError, StoreError,
             SandboxUnavailable) as exc:
         _bad_input(str(exc), False)
     except (LLMError, LoweringError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT) from None
+
+
+def _refuse_settings_given_again(ctx: typer.Context, run_id: int) -> None:
+    """Bad input when the command line of `--resume` names a setting the run keeps from its record."""
+    def typed(param: Any) -> bool:
+        # By the source's name: typer carries its own copy of click, whose ParameterSource is not click's.
+        source = ctx.get_parameter_source(param.name or "")
+        return source is not None and source.name == "COMMANDLINE"
+
+    given = [param for param in ctx.command.params if param.name not in _SAID_AGAIN_ON_RESUME and typed(param)]
+    if given:
+        names = ", ".join("/".join(p.opts + p.secondary_opts) if p.param_type_name == "option"
+                          else p.human_readable_name for p in given)
+        _bad_input(f"run {run_id} keeps the settings it started with: drop {names} from --resume, or start a new "
+                   "run to change them", False)
 
 
 def _chat_model(request: Any, settings: Any) -> Any:
@@ -337,15 +372,16 @@ def _chat_model(request: Any, settings: Any) -> Any:
     if request.model == BUILTIN:
         return None
     try:
-        return settings.model_copy(update={"model": request.model}).chat_model()
+        return settings.model_copy(update={"model": request.model, "base_url": request.base_url}).chat_model()
     except LLMError as exc:
         _bad_input(str(exc), False)
 
 
-def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: Path | None, settings: Any,
-                    db: Path | None, min_speedup: float | None = None) -> None:
-    """Run the request with live progress, print its attempts and its best, write the best to `out_file`. Whatever
-    stops the run, the best correct kernel so far is written, and a run that can go on says how to resume it."""
+def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, budget: Any, use_cache: bool,
+                    db: Path | None) -> None:
+    """Run the request with live progress, print its attempts and its best, write the best to the request's `out`.
+    Whatever stops the run, the best correct kernel so far is written, and a run that can go on says how to resume
+    it."""
     from kforge.pipelines.events import Event
     from kforge.pipelines.optimize import run_request
     from kforge.reports import attempts_table, costs_line, stored_best_line
@@ -362,10 +398,9 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
                 if event.lasting or (event.kind == "status" and not err.is_terminal):
                     err.print(f"  {event.text}", markup=False, highlight=False)
 
-            outcome = run_request(store, run_id, request, chat, settings.budget(), use_cache=not settings.no_cache,
-                                  on_event=on_event)
+            outcome = run_request(store, run_id, request, chat, budget, use_cache=use_cache, on_event=on_event)
     except KeyboardInterrupt:
-        _write_best_so_far(store, run_id, out_file)
+        _write_best_so_far(store, run_id, request.out)
         err.print(f"interrupted; everything judged is kept. Resume with: {resume}", markup=False, highlight=False)
         raise typer.Exit(130) from None
     out.print(attempts_table(store, run_id))
@@ -376,6 +411,7 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
     result = outcome.result
     err.print(f"stopped: {result.stop_reason}", markup=False, highlight=False)
     can_go_on = result.stop_reason.startswith(("the model failed", "budget reached"))
+    resume = _resume_hint(result.stop_reason, resume)
     if result.best is None:
         if can_go_on:
             err.print(f"resume with: {resume}", markup=False, highlight=False)
@@ -385,21 +421,30 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, out_file: 
     again = outcome.confirmation
     shown = again if again is not None and again.correct else verdict
     out.print(stored_best_line(store, run_id), markup=False, highlight=False)  # the same line `kforge show` prints
-    if out_file is not None:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        out_file.write_text(result.best.source)
-        out.print(f"wrote {out_file}", markup=False, highlight=False, soft_wrap=True)  # a path stays whole
+    if request.out is not None:
+        request.out.parent.mkdir(parents=True, exist_ok=True)
+        request.out.write_text(result.best.source)
+        out.print(f"wrote {request.out}", markup=False, highlight=False, soft_wrap=True)  # a path stays whole
     if again is not None and not again.correct:
         err.print(f"[bold red]the best did not pass when judged again at the end:[/] {again.verdict}: "
                   f"{escape(again.reason)}", highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
     if can_go_on:
         err.print(f"the run stopped early; resume with: {resume}", markup=False, highlight=False)
-    if min_speedup is not None and (shown.speedup_vs_eager or 0.0) < min_speedup:
+    bar = request.min_speedup
+    if bar is not None and (shown.speedup_vs_eager or 0.0) < bar:
         achieved = "not timed" if shown.speedup_vs_eager is None else f"{shown.speedup_vs_eager:.2f}x"
-        err.print(f"[bold red]below --min-speedup:[/] the best is {achieved} vs eager, {min_speedup:g}x asked",
+        err.print(f"[bold red]below --min-speedup:[/] the best is {achieved} vs eager, {bar:g}x asked",
                   highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
+
+
+def _resume_hint(stop_reason: str, resume: str) -> str:
+    """The command that resumes the run. A resumed run keeps the LLM budget it started with, and what it spent
+    counts again, so one stopped by that budget needs a larger one (the time budget starts afresh)."""
+    if stop_reason.startswith("budget reached: LLM budget"):
+        return f"{resume} and a larger budget (--max-usd, --max-calls, or KFORGE_MAX_TOKENS)"
+    return resume
 
 
 def _write_best_so_far(store: Any, run_id: int, out_file: Path | None) -> None:
@@ -541,7 +586,8 @@ def runs_command(
                                                     "interrupted.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run, one per line.")] = False,
 ) -> None:
-    """List recorded runs, newest first: how each ended, and its best kernel's runtime and speedups."""
+    """List recorded runs, newest first: how each ended, and its best kernel's runtime and speedups. A run whose
+    process is gone without ending it (killed, say) is listed as interrupted."""
     from kforge.config import ConfigError, load_settings
     from kforge.reports import run_summary, runs_table
     from kforge.store import RUN_STATUSES, Store, StoreError

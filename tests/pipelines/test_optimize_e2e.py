@@ -175,7 +175,7 @@ def test_a_run_killed_with_sigkill_resumes_without_losing_or_redoing_work(server
         process.wait()
     with Store(db) as store:
         run = store.list_runs()[0]
-        assert run.status == "running"  # killed: nobody marked it
+        assert run.status == "interrupted"  # killed: nobody marked it, and its process is gone
         assert len(store.attempts_of(run.id)) == 2 and len(store.evaluated_attempt_ids(run.id)) == 2
 
     server.push(*(openai_reply(name) for name in ("slow", "analysis", "fast")))

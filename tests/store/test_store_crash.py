@@ -1,4 +1,5 @@
-"""A writer killed with SIGKILL mid-run leaves every committed row readable and the file sound."""
+"""A writer killed with SIGKILL mid-run leaves every committed row readable, the file sound, and its run shown as
+interrupted."""
 
 import os
 import signal
@@ -57,7 +58,10 @@ def test_sigkill_mid_run_loses_nothing_committed(tmp_path: Path) -> None:
             assert (attempt.source, attempt.round) == (f"attempt {i}", i)
         evaluated = store.evaluated_attempt_ids(run.id)
         assert {a.id for a in attempts[: last + 1]} <= evaluated
-        assert run.status == "running"  # nobody finished it: a resume can pick it up
+        # Nobody finished it, and its process is gone: it reads as interrupted, and a resume can pick it up.
+        assert run.status == "interrupted" and run.stop_reason == f"process {writer.pid} is gone"
+        assert run.owner is not None and run.owner.pid == writer.pid
+        assert store.resume_run(run.id).status == "running"
     check = sqlite3.connect(path)
     assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     check.close()

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from kforge.store.errors import StoreError
+from kforge.store.owner import ProcessLookup, current_owner, process_start
 from kforge.store.paths import default_db_path
 from kforge.store.records import (
     RUN_STATUSES,
     Attempt,
     Evaluation,
     LLMCall,
+    Owner,
     Profile,
     Run,
     RunCosts,
@@ -43,10 +45,14 @@ _BUSY_TIMEOUT_S = 30.0
 
 
 class Store:
-    """An open run database. Safe to share between threads; several processes may open the same file."""
+    """An open run database. Safe to share between threads; several processes may open the same file.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    `process_lookup` finds a run's owner (store/owner.py): a run whose owner it cannot find reads as interrupted.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, process_lookup: ProcessLookup = process_start) -> None:
         self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self._lookup = process_lookup
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,10 +103,14 @@ class Store:
         model: str | None = None,
         settings: Mapping[str, Any] | None = None,
         budgets: Mapping[str, Any] | None = None,
+        owner: Owner | None = None,
     ) -> Run:
+        """Record a new run, `running`, owned by `owner` (default: this process)."""
+        owner = owner or current_owner()
         row_id = self._insert(
             "INSERT INTO runs (created, command, problem_path, problem_hash, platform, language, model,"
-            " settings_json, budgets_json, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+            " settings_json, budgets_json, status, owner_pid, owner_started)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
             (
                 _now(),
                 command,
@@ -111,6 +121,8 @@ class Store:
                 model,
                 _json(_without_secrets(settings or {})),
                 _json(_without_secrets(budgets or {})),
+                owner.pid if owner else None,
+                owner.started if owner else None,
             ),
         )
         return self._get_run(row_id)
@@ -129,10 +141,17 @@ class Store:
         self._get_run(run_id)  # StoreError when there is no such run
         self._update_run(run_id, "DELETE FROM runs WHERE id = ?", ())
 
-    def resume_run(self, run_id: int) -> Run:
-        """Mark an ended (or crashed) run as running again, keeping everything it recorded."""
-        self._update_run(run_id, "UPDATE runs SET status = 'running', finished = NULL, stop_reason = NULL "
-                                 "WHERE id = ?", ())
+    def resume_run(self, run_id: int, owner: Owner | None = None) -> Run:
+        """Mark an ended (or crashed) run as running again, owned by `owner` (default: this process), keeping
+        everything it recorded. StoreError while another process still runs it: two writers would both go on."""
+        owner = owner or current_owner()
+        run = self._get_run(run_id)
+        if run.status == "running" and run.owner is not None and run.owner != owner:
+            raise StoreError(f"run {run_id} is still running in process {run.owner.pid}; "
+                             "let it end or stop it, then resume")
+        self._update_run(run_id, "UPDATE runs SET status = 'running', finished = NULL, stop_reason = NULL, "
+                                 "owner_pid = ?, owner_started = ? WHERE id = ?",
+                         (owner.pid if owner else None, owner.started if owner else None))
         return self._get_run(run_id)
 
     def record_baselines(self, run_id: int, baselines: Mapping[str, Any]) -> Run:
@@ -142,20 +161,24 @@ class Store:
 
     def get_run(self, run_id: int) -> Run | None:
         row = self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return run_from(row) if row else None
+        return run_from(row, self._lookup) if row else None
 
     def list_runs(self, *, limit: int | None = None, status: RunStatus | None = None) -> list[Run]:
-        """Runs, newest first."""
-        sql = "SELECT * FROM runs"
-        args: list[object] = []
+        """Runs, newest first; `status` picks by the status as it stands (a run whose owner is gone is
+        interrupted, not running)."""
+        sql, args = "SELECT * FROM runs", []
         if status is not None:
-            sql += " WHERE status = ?"
-            args.append(status)
+            # A run recorded `running` may stand as interrupted, so both are read and each judged as it stands.
+            recorded = ["running", "interrupted"] if status == "interrupted" else [status]
+            sql += f" WHERE status IN ({', '.join('?' * len(recorded))})"
+            args += recorded
         sql += " ORDER BY id DESC"
-        if limit is not None:
+        if limit is not None and status is None:  # with a status, the limit counts the runs as they stand
             sql += " LIMIT ?"
             args.append(limit)
-        return [run_from(r) for r in self._all(sql, tuple(args))]
+        runs = [run_from(r, self._lookup) for r in self._all(sql, tuple(args))]
+        matching = [run for run in runs if status is None or run.status == status]
+        return matching if limit is None else matching[:limit]
 
     # attempts and evaluations
 

@@ -17,6 +17,15 @@ def text_hash(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Owner:
+    """The process that runs a run (store/owner.py). `started` is only ever compared with what `process_start`
+    gives for the same pid: clock ticks since boot on Linux, else psutil's creation time in milliseconds."""
+
+    pid: int
+    started: int
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     id: int
     created: datetime
@@ -35,6 +44,9 @@ class Run:
     # The best judged again when the run ended: {"attempt_id": ..., "verdict": ...} (Store.record_confirmation)
     confirmation: dict[str, Any] | None = None
     stop_reason: str | None = None  # why it ended (Store.finish_run), None while it runs
+    # The process that started or last resumed it; None in a store from before owners were recorded. A run
+    # recorded `running` whose owner is gone has `status` "interrupted" (store/owner.py).
+    owner: Owner | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,21 @@ import json
 import sqlite3
 from datetime import datetime
 
-from kforge.store.records import Attempt, Evaluation, LLMCall, Profile, Run, StageStep
+from kforge.store.owner import ProcessLookup, shown_status
+from kforge.store.records import Attempt, Evaluation, LLMCall, Owner, Profile, Run, StageStep
 
 
 def _time(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def run_from(r: sqlite3.Row) -> Run:
+def run_from(r: sqlite3.Row, lookup: ProcessLookup) -> Run:
+    """The run as it stands: one recorded `running` whose owner `lookup` cannot find is `interrupted`, with why."""
+    owner = Owner(r["owner_pid"], r["owner_started"]) if r["owner_pid"] is not None else None
+    status = shown_status(r["status"], owner, lookup)
+    reason = r["stop_reason"]
+    if status != r["status"] and owner is not None:
+        reason = f"process {owner.pid} is gone"
     return Run(
         id=r["id"],
         created=_time(r["created"]),
@@ -25,12 +32,13 @@ def run_from(r: sqlite3.Row) -> Run:
         model=r["model"],
         settings=json.loads(r["settings_json"]),
         budgets=json.loads(r["budgets_json"]),
-        status=r["status"],
+        status=status,
         finished=_time(r["finished"]) if r["finished"] else None,
         baselines=json.loads(r["baselines_json"]) if r["baselines_json"] else None,
         best_attempt_id=r["best_attempt_id"],
         confirmation=json.loads(r["confirmation_json"]) if r["confirmation_json"] else None,
-        stop_reason=r["stop_reason"],
+        stop_reason=reason,
+        owner=owner,
     )
 
 

@@ -125,6 +125,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE UNIQUE INDEX attempts_number_by_run ON attempts(run_id, number);
     """,
+    # 9: the process that owns a run (store/owner.py), so a run whose process was killed reads as interrupted.
+    # Runs recorded before it have no owner and keep showing the status they recorded.
+    """
+    ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN owner_started INTEGER;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -95,7 +95,7 @@ def _optimize(spec: TaskSpec, problem: Problem, base: dict[str, str], say: Calla
             if request.model == BUILTIN:
                 check_builtin(request)
             chat = None if request.model == BUILTIN else settings.chat_model()
-            run_id = start_run(store, request)
+            run_id = start_run(store, request, settings.budget())
             outcome = run_request(store, run_id, request, chat, settings.budget(),
                                   on_event=(lambda event: say(event.text)) if say else None)
         except (LoweringError, LLMError) as exc:
