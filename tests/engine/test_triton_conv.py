@@ -212,8 +212,8 @@ def test_variants_compile_and_are_correct_on_the_gpu(tmp_path: Path, problem: Pa
         assert verdict.verdict == Outcome.CORRECT, f"{variant.config}: {verdict.reason}"
 
 
-WIDE_CHANNELS = '''"""Convolutions whose groups hold at least a K step of channels: the tap-major loop. A grouped 3x3 conv2d (48
-channels a group: one full step of 32 and a masked one), then a conv1d of 64 channels with stride 2."""
+WIDE_CHANNELS = '''"""A grouped 3x3 conv2d whose groups hold more than a K step of channels (48: a full step of 32
+and a masked one): the tap-major loop."""
 import torch
 import torch.nn as nn
 

@@ -97,7 +97,7 @@ def test_after_a_search_only_the_quickest_variants_are_judged(tmp_path: Path) ->
     searched: list[list[str]] = []
     search_ms = {0: 3.0, 1: 1.0, 2: 1.1, 3: 0.5}  # variant 3 is quickest, but wrong
 
-    def search(sources: list[str], budget_s: float | None) -> list[Tried]:
+    def search(sources: list[str], floors: list[float | None], budget_s: float | None) -> list[Tried]:
         searched.append(sources)
         return [Tried(index, dropped="incorrect: scripted") if index == 3 else
                 Tried(index, median_ms=search_ms.get(index, 5.0), iqr_ms=0.0) for index in range(len(sources))]
@@ -121,7 +121,7 @@ def test_after_a_search_only_the_quickest_variants_are_judged(tmp_path: Path) ->
 def test_a_variant_the_harness_rejects_makes_way_for_the_next(tmp_path: Path) -> None:
     judged: list[int] = []
 
-    def search(sources: list[str], budget_s: float | None) -> list[Tried]:
+    def search(sources: list[str], floors: list[float | None], budget_s: float | None) -> list[Tried]:
         return [Tried(index, median_ms=1.0 + index, iqr_ms=0.0) for index in range(len(sources))]
 
     sources_seen: list[str] = []
