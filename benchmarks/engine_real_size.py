@@ -13,6 +13,7 @@ with eager and torch.compile, with the speedups). Asserts nothing: figures for d
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -31,8 +32,9 @@ def run_one(problem: Path, args: argparse.Namespace, scratch: Path) -> None:
         command += ["--time-budget", str(args.time_budget)]
     started = time.monotonic()
     try:
+        # Wide enough that the progress lines are not folded.
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
-                              env=None, check=False)
+                              env={**os.environ, "COLUMNS": "240"}, check=False)
         output, status = done.stdout + done.stderr, str(done.returncode)
     except subprocess.TimeoutExpired as expired:
         output = (expired.stdout or b"").decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")

@@ -30,7 +30,7 @@ _DEPTHWISE = [{"BLOCK_T": block, "conv_warps": warps} for block, warps in [(512,
 # like the GEMM's. Convolutions often have few output channels (32: the bundled example's 8192 x 32 output), so
 # narrow tiles come first; 64 x 32 gives that output 128 programs.
 _CONV_TILES = [(64, 32, 32, 4, 2), (32, 32, 32, 2, 2), (64, 64, 32, 4, 3), (128, 32, 32, 4, 2), (128, 64, 32, 4, 3),
-               (32, 16, 32, 2, 2)]
+               (32, 16, 32, 2, 2), (128, 128, 32, 8, 3), (128, 64, 32, 4, 4)]
 
 
 class ConvLowering(GemmLowering):
