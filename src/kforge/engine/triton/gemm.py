@@ -25,7 +25,10 @@ from kforge.engine.triton.lowering import Config, Leaf, Split, broadcast_mode, c
 # where none does (a small product), the tiles giving more programs come first (see `_gemm_tiles`).
 _GEMM_TILES = [(64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3),
                (32, 64, 32, 4, 4), (64, 32, 64, 4, 4), (128, 128, 64, 8, 2), (32, 32, 64, 4, 3), (32, 32, 32, 2, 2),
-               (16, 64, 64, 4, 3), (16, 32, 64, 2, 4)]
+               (16, 64, 64, 4, 3), (16, 32, 64, 2, 4),
+               # Large tiles for large products on tensor cores (a search tries them: one too large for the
+               # device's registers or shared memory fails to launch and is dropped there).
+               (128, 256, 32, 8, 3), (256, 128, 32, 8, 3), (128, 128, 32, 4, 4)]
 _FILL = 96
 # float32 products: full precision on the FMA units, or three TF32 tensor-core products (about float32 accuracy).
 _GEMM_PRECISIONS = ("ieee", "tf32x3")
