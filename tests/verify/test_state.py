@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from kforge.verify import state
+from kforge.verify.correctness import compare, tolerance_for
 from kforge.verify.evaluate import evaluate
 from kforge.verify.policy import Policy
 from kforge.verify.verdict import Outcome
@@ -62,6 +63,15 @@ def test_stale_running_statistics_differ_and_updated_ones_match() -> None:
     counted_once = {**now, "num_batches_tracked": torch.tensor(1)}
     assert "num_batches_tracked" in str(state.compare_state(now, required, counted_once))
     assert state.compare_state(now, required, ["not", "a", "mapping"]) is not None
+
+
+def test_half_precision_buffers_may_drift_by_their_rounding_but_not_stay_put() -> None:
+    reference = torch.linspace(0.5, 1.0, 64, dtype=torch.bfloat16)
+    ulp_apart = reference.float().add(3 * 2 ** -8).to(torch.bfloat16)  # three units in the last place: 1.5%
+    assert not compare(reference, ulp_apart).ok  # as an output: past the relative-norm bound
+    assert state.compare_state({"r": reference}, ["r"], {"r": ulp_apart}) is None
+    assert state.compare_state({"r": reference}, ["r"], {"r": torch.zeros_like(reference)}) is not None
+    assert state.buffer_tolerance(torch.float32) == tolerance_for(torch.float32)
 
 
 def test_restore_puts_a_snapshot_back() -> None:
