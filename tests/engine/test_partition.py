@@ -34,8 +34,10 @@ def _parts(name: str) -> tuple[Problem, Partition]:
     return problem, partition(capture(problem).program)
 
 
-def _run_steps(parts: Partition, inputs: list[torch.Tensor], params: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-    """The partition's steps in order, each kernel through the IR interpreter, each view through `ir.apply`."""
+def _run_steps(parts: Partition, inputs: list[torch.Tensor], params: dict[str, torch.Tensor],
+               written: dict[str, torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """The partition's steps in order, each kernel through the IR interpreter, each view through `ir.apply`: the
+    outputs the forward returns, and into `written` the new values of the buffers it writes."""
     env = {spec.name: tensor for spec, tensor in zip(parts.graph.inputs, inputs, strict=True)}
     env.update({spec.name: params[spec.name] for spec in parts.graph.params})
     for step in parts.steps:
@@ -45,7 +47,9 @@ def _run_steps(parts: Partition, inputs: list[torch.Tensor], params: dict[str, t
             env[step.output] = ir.apply(step.node, [env[str(arg)] for arg in step.node.args])
         else:
             env[step.output] = _view(step.node, env[str(step.node.args[0])])
-    return [env[name] for name in parts.graph.outputs]
+    if written is not None:
+        written.update({path: env[name] for path, name in parts.graph.written})
+    return [env[name] for name in parts.graph.returned]
 
 
 def _view(node: ir.Node, source: torch.Tensor) -> torch.Tensor:
@@ -61,18 +65,27 @@ def test_there_are_graph_problems() -> None:
 
 @pytest.mark.parametrize("name", GRAPHS)
 def test_steps_in_order_compute_what_the_reference_computes(name: str) -> None:
+    """The outputs, and the buffers the forward moves (a training-mode batch norm's statistics and count)."""
     problem, parts = _parts(name)
     model = problem.make_model(0)
-    params = {**dict(model.named_parameters()), **dict(model.named_buffers())}
     for inputs in problem.input_sets(3):
         if [t.dim() for t in inputs] != [len(spec.shape) for spec in parts.graph.inputs]:
             continue  # the IR's interpreter reads dims as the main input set numbers them
-        expected = model(*inputs)
+        params = {name: tensor.detach().clone() for name, tensor in (*model.named_parameters(),
+                                                                      *model.named_buffers())}
+        with torch.no_grad():
+            expected = model(*inputs)
         expected = list(expected) if isinstance(expected, tuple) else [expected]
-        got = _run_steps(parts, inputs, params)
+        written: dict[str, torch.Tensor] = {}
+        got = _run_steps(parts, inputs, params, written)
         assert len(got) == len(expected)
         for value, reference in zip(got, expected, strict=True):
             torch.testing.assert_close(value, reference, rtol=1e-5, atol=1e-5)
+        buffers = dict(model.named_buffers())
+        assert set(written) == {path for path in buffers if "running" in path or "batches" in path} \
+            if model.training else not written
+        for path, value in written.items():
+            torch.testing.assert_close(value.reshape(buffers[path].shape), buffers[path], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", GRAPHS)

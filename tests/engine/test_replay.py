@@ -329,7 +329,7 @@ def test_a_forward_replay_cannot_make_safe_is_left_as_it_is(change: tuple[str, s
 
 
 @pytest.mark.parametrize("name", ["reduce_full_sum_of_product", "net_mlp_classifier", "norm_layer_norm_module",
-                                  "multiout_logits_and_softmax", "scan_cumsum_weighted", "norm_batch_norm2d_train",
+                                  "multiout_logits_and_softmax", "scan_cumsum_weighted",
                                   "move_concat_two_branches", "net_prenorm_transformer_block"])
 def test_the_engines_triton_solutions_have_the_replay_and_load_without_a_gpu(name: str, tmp_path: Path) -> None:
     problem = load_problem(SUITE / f"{name}.py")
@@ -350,9 +350,22 @@ def _module(path: Path, name: str) -> Any:
     return module
 
 
+def test_a_batch_norms_evaluation_form_is_replayed_and_its_training_form_not(tmp_path: Path) -> None:
+    """In training mode the forward writes the running statistics from Python (`copy_`), which replay would skip:
+    that form runs its forward on every call; the evaluation form beside it keeps its replay (engine/modes.py)."""
+    found = propose(load_problem(SUITE / "norm_batch_norm2d_train.py"), "triton", limit=1)
+    source = found.variants[0].source
+    training, evaluation = source.split("# ---- the forward for the reference's layers in evaluation mode ----")
+    assert ".copy_(" in training and "self._plans" not in training
+    assert "self._plans = _Plans_m1()" in evaluation and "_fresh_m1(" in evaluation
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    assert _module(path, "solution_batch_norm_modes")._REPLAYABLE_m1 is torch.cuda.is_available()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["reduce_full_sum_of_product", "net_mlp_classifier", "multiout_row_range_normalize",
-                                  "norm_batch_norm2d_train", "move_narrow_finite_difference",
+                                  "move_narrow_finite_difference",
                                   "scalar_float_alpha_blend",
                                   # the copies between kernels are kernels of their own (a cat, a reshape no view
                                   # does, a broadcast laid out, a scan's dim moved last), replayed like the rest

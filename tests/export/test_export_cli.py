@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = ROOT / "problems" / "leaky_scale.py"
 HONEST = ROOT / "candidates" / "leaky_scale" / "honest.py"
 TRITON = ROOT / "candidates" / "leaky_scale" / "triton_honest.py"
+BATCH_NORM = ROOT / "problems" / "engine" / "graph_batchnorm2d_train.py"
 
 # A model with the exported layer between PyTorch layers, against the same model with the problem's reference
 # in its place (same parameters): eager, torch.compile(fullgraph=True), and torch.library.opcheck.
@@ -48,7 +49,7 @@ with torch.no_grad():
     eager = net(x)
     compiled = torch.compile(net, fullgraph=True, backend="aot_eager")(x)
 checks = torch.library.opcheck(torch.ops.kforge.leaky_scale.default,
-                               ([x], [net.layer.kernel.scale.detach()], net.layer._number))
+                               ([x], [net.layer.kernel.scale.detach()], [], net.layer._number))
 extension = getattr(sys.modules["_kforge_leaky_scale_solution"], "ext", None)
 library = extension.__file__ if extension is not None else None
 print(json.dumps({"eager": bool(torch.allclose(eager, expected, atol=1e-4)),
@@ -57,9 +58,10 @@ print(json.dumps({"eager": bool(torch.allclose(eager, expected, atol=1e-4)),
 """
 
 
-def _run_with_best(db: Path, source: str, platform: str = "cpu", language: str = "cpp") -> int:
+def _run_with_best(db: Path, source: str, platform: str = "cpu", language: str = "cpp",
+                   problem: Path = PROBLEM) -> int:
     with Store(db) as store:
-        run = store.create_run(command="optimize", problem_path=str(PROBLEM), platform=platform, language=language,
+        run = store.create_run(command="optimize", problem_path=str(problem), platform=platform, language=language,
                                model="builtin")
         attempt = store.record_attempt(run.id, source=source, language=language, platform=platform,
                                        made_by="builtin", round=0)
@@ -104,6 +106,56 @@ def test_export_as_op_of_a_triton_kernel_works_in_a_model_and_under_torch_compil
     assert result["eager"] and result["compiled"]
     assert result["opcheck"] == ["SUCCESS"]
     assert result["library"] is None
+
+
+# The engine's batch norm as an operator beside the reference: in training mode (outputs, and the running statistics
+# moved), after .eval() (normalized with those), and again in training mode under torch.compile (the operator's
+# writes to the buffers kept).
+_BATCH_NORM_OP = r"""
+import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from norm_op import Norm, _reference
+
+layer = Norm(2, 5)
+reference = _reference.Model(2, 5)
+reference.load_state_dict(layer.kernel.reference.state_dict())
+inputs = [torch.randn(3, 2, 7, 6) for _ in range(3)]
+
+def same(a, b):
+    return bool(torch.allclose(a, b, rtol=1e-3, atol=1e-4))
+
+def same_buffers():
+    held = dict(layer.kernel.named_buffers())
+    return all(same(held["reference." + name].float(), buffer.float()) for name, buffer in reference.named_buffers())
+
+with torch.no_grad():
+    trained = all(same(layer(x), reference(x)) for x in inputs) and same_buffers()
+    layer.eval(); reference.eval()
+    evaluated = all(same(layer(x), reference(x)) for x in inputs) and same_buffers()
+    layer.train(); reference.train()
+    compiled = same(torch.compile(layer, fullgraph=True, backend="aot_eager")(inputs[0]), reference(inputs[0]))
+print(json.dumps({"trained": trained, "evaluated": evaluated, "compiled": compiled and same_buffers(),
+                  "count": int(reference.norm.num_batches_tracked)}))
+"""
+
+
+@pytest.mark.slow
+def test_an_exported_batch_norm_moves_its_running_statistics_and_follows_eval(tmp_path: Path) -> None:
+    pytest.importorskip("triton", reason="Triton is not installed")
+    from kforge.engine.propose import propose
+    from kforge.problem import load_problem
+
+    source = propose(load_problem(BATCH_NORM), "triton", limit=1).variants[0].source
+    db, out = tmp_path / "runs.db", tmp_path / "export"
+    run_id = _run_with_best(db, source, language="triton", problem=BATCH_NORM)
+    exported = kforge("export", str(run_id), "--db", db, "--out", out, "--as-op", "norm")
+    assert exported.returncode == 0, exported.stderr
+    used = subprocess.run([sys.executable, "-c", _BATCH_NORM_OP, str(out)], capture_output=True, text=True,
+                          timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TRITON_INTERPRET": "1"})
+    assert used.returncode == 0, used.stderr[-3000:]
+    assert json.loads(used.stdout.splitlines()[-1]) == {"trained": True, "evaluated": True, "compiled": True,
+                                                        "count": 4}
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

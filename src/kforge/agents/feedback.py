@@ -39,6 +39,9 @@ def verdict_feedback(verdict: Verdict) -> str:
         return f"The code did not compile. Compiler errors:\n{reason}"
     if outcome == Outcome.RUNTIME_ERROR.value:
         return f"The code raised an error when run:\n{reason}"
+    if outcome == Outcome.INCORRECT.value and verdict.rule:
+        return f"The module does not compute what the reference does ({verdict.rule}): {reason}\n" \
+               f"{rule_help(verdict.rule)}".rstrip()
     if outcome == Outcome.INCORRECT.value:
         error = f" (max abs error {verdict.max_abs_error:.3g})" if verdict.max_abs_error else ""
         return f"The output does not match the reference{error}:\n{reason}"

@@ -8,6 +8,8 @@ message is the one line the user sees.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import operator
 from collections.abc import Callable
@@ -42,9 +44,12 @@ class Captured:
     model: nn.Module = field(repr=False)
 
 
-def capture(problem: Problem, seed: int = 0) -> Captured:
-    """Trace and lower `problem`'s Model; LoweringError when it uses something the IR does not have."""
+def capture(problem: Problem, seed: int = 0, training: bool | None = None) -> Captured:
+    """Trace and lower `problem`'s Model, as its constructor leaves it or with every layer switched to `training`;
+    LoweringError when it uses something the IR does not have."""
     model = problem.make_model(seed)
+    if training is not None:
+        model.train(training)
     try:
         graph = torch.fx.symbolic_trace(model)
     except Exception as exc:
@@ -61,13 +66,16 @@ def _shapes_per_set(graph: torch.fx.GraphModule, problem: Problem, seed: int) ->
     for inputs in problem.input_sets(seed):
         values: dict[str, Any] = {}
         interpreter = _Recorder(graph, values)
-        with torch.no_grad():
+        # ShapeProp prints the traceback of a node that fails before raising its own error: the cause goes into the
+        # one line the user sees instead.
+        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
             try:
                 interpreter.run(*inputs)
             except LoweringError:
                 raise
             except Exception as exc:
-                raise LoweringError(f"builtin engine: the traced graph does not run ({exc}); "
+                cause = str(exc.__cause__ or exc).strip().splitlines()
+                raise LoweringError(f"builtin engine: the traced graph does not run ({cause[0] if cause else exc}); "
                                     "configure a model with --model") from None
         results.append(values)
     return results
@@ -168,6 +176,10 @@ class _Lowerer:
         self.params: dict[str, ir.TensorSpec] = {}
         self.nodes: list[ir.Node] = []  # heavy ops among them: a graph, hoisted when it has one kernel's form
         self.env: dict[str, Any] = {}  # fx node name -> IR arg (a value name, a float) or a Python value
+        self.updates: list[tuple[str, str]] = []  # (buffer path, value) the forward writes: ir.Program.updates
+        # Training-mode batch norms (fx node, input, layer, path) whose buffers the forward moves: their nodes come
+        # after the forward's own, so that the kernels computing the outputs are cut as they would be without them.
+        self.moving: list[tuple[torch.fx.Node, str, nn.Module, str]] = []
 
     # ---- results --------------------------------------------------------------------------------------------
     def lower(self) -> ir.Program:
@@ -177,8 +189,11 @@ class _Lowerer:
                 outputs = self._outputs(node.args[0])
             else:
                 self.env[node.name] = self._lower_node(node)
+        for moving in self.moving:
+            self._running_statistics(*moving)
         graph = ir.Program(inputs=tuple(self.inputs), params=tuple(self.params.values()), nodes=tuple(self.nodes),
-                           outputs=outputs)
+                           outputs=outputs + tuple(value for _, value in self.updates),
+                           updates=tuple(path for path, _ in self.updates))
         return ir.hoist_heavy(graph)
 
     def _outputs(self, result: Any) -> tuple[str, ...]:
@@ -337,14 +352,30 @@ class _Lowerer:
         bias = self._param(f"{path}.bias") if module.bias is not None else None
         if not isinstance(x, str) or len(self.program_shape(x)) < 2:
             raise cannot_lower("batch_norm (of an input without a channel dim)")
-        return decompose.batch_norm(self, node.name, x, running=running, weight=weight, bias=bias,
-                                    eps=float(module.eps))
+        result = decompose.batch_norm(self, node.name, x, running=running, weight=weight, bias=bias,
+                                      eps=float(module.eps))
+        if module.training and module.running_mean is not None:
+            if any(path == moved for _, _, _, moved in self.moving):
+                raise cannot_lower("batch_norm (one layer called twice in a forward, in training mode)")
+            self.moving.append((node, x, module, path))
+        return result
+
+    def _running_statistics(self, node: torch.fx.Node, x: str, module: nn.Module, path: str) -> None:
+        """A training-mode batch norm's buffers, moved as torch moves them (decompose.running_statistics)."""
+        count = self._param(f"{path}.num_batches_tracked") if module.num_batches_tracked is not None else None
+        momentum = None if module.momentum is None else float(module.momentum)
+        try:
+            self.updates += decompose.running_statistics(
+                self, node.name, x, mean=self._param(f"{path}.running_mean"), var=self._param(f"{path}.running_var"),
+                count=count, momentum=momentum)
+        except ValueError as exc:
+            raise cannot_lower(f"batch_norm ({exc})") from None
 
     def _group_norm(self, node: torch.fx.Node, x: Any, module: nn.Module, path: str) -> str:
         if isinstance(module, nn.GroupNorm):
             groups, affine = int(module.num_groups), bool(module.affine)
         else:
-            if module.track_running_stats and not module.training:
+            if module.track_running_stats:  # used in evaluation mode, updated in training mode: not lowered
                 raise cannot_lower("instance_norm (with running statistics)")
             groups, affine = int(module.num_features), bool(module.affine)
         weight = self._param(f"{path}.weight") if affine else None

@@ -13,6 +13,8 @@ problem. This module joins those files into one:
 - `ModelNew.forward`: each step in order; views between kernels as `reshape`/`narrow` on their values, and
   the copies between them (a `cat`, a reshape no view can do) through the backend's copy kernel where it
   has one (Triton: `copies.py.j2`), else the framework's.
+- then the values of the buffers the forward writes (`ir.Program.updates`: a training-mode batch norm's running
+  statistics) copied into them, once every kernel reading them has run; the other outputs returned.
 
 Intermediates are allocated by the kernel that writes them, per call (the framework's caching allocator reuses
 their memory across calls of the same shape); they are never an input's storage, except where a view of an
@@ -75,7 +77,10 @@ def compose(parts: Partition, sources: list[str], problem_source: str, doc: str,
               "reads the parameters it holds (it computes nothing) ----\n" + reference.strip()]
     cpp = [piece for piece in pieces if piece.cpp is not None]
     if cpp:
-        blocks.append(_joined_extension(cpp))
+        call = cpp[0].load_call
+        assert call is not None
+        blocks.append(joined_extension([Extension(piece.cpp or "", tuple((name, name) for name in piece.functions))
+                                        for piece in cpp], call))
     for index, (kernel, piece) in enumerate(zip(kernels, pieces[:len(kernels)], strict=True)):
         blocks.append(f"# ---- kernel {index + 1} of {len(kernels)}: computes {kernel.output} ----\n"
                       + piece.code.strip())
@@ -99,7 +104,7 @@ def _common_helpers(trees: list[ast.Module], shared: set[str]) -> set[str]:
     reads: dict[str, set[str]] = {}
     counts: dict[str, int] = {}
     for tree in trees:
-        own = _top_level_names(tree, shared) - {"ModelNew", "_CPP", "_ext"}
+        own = top_level_names(tree, shared) - {"ModelNew", "_CPP", "_ext"}
         for statement in tree.body:
             name = _defined_name(statement)
             if name is None or name not in own:
@@ -130,7 +135,7 @@ def _piece(index: int, source: str, shared: set[str], common: AbstractSet[str] =
     lines = source.splitlines(keepends=True)
     suffix = f"_k{index}"
     emitted = set() if emitted is None else emitted
-    own_names = _top_level_names(tree, shared) - common
+    own_names = top_level_names(tree, shared) - common
     piece = _Piece(imports=[], code="")
     chunks: list[str] = []
     start = 0
@@ -169,7 +174,9 @@ def _piece(index: int, source: str, shared: set[str], common: AbstractSet[str] =
     return piece
 
 
-def _top_level_names(tree: ast.Module, shared: set[str]) -> set[str]:
+def top_level_names(tree: ast.Module, shared: set[str]) -> set[str]:
+    """The names a file's top-level statements define (functions, classes, assigned names), those among `shared`
+    (statements dumped with `ast.dump`) left out."""
     names = set()
     for statement in tree.body:
         if ast.dump(statement) in shared:
@@ -199,41 +206,58 @@ def _bound_functions(call: ast.expr) -> tuple[str, ...]:
     raise CompositionError("load_inline without functions")
 
 
-_KERNEL_CLASS_EDITS = (
-    ("class ModelNew(nn.Module):", "class _Kernel{index}(nn.Module):"),
+_HELD_CLASS_EDITS = (
+    ("class ModelNew(nn.Module):", "class {name}(nn.Module):"),
     ("def __init__(self, *args, **kwargs):", "def __init__(self, reference):"),
     (f"self.reference = {REFERENCE_CLASS}(*args, **kwargs)", "self.reference = reference"),
 )
 
 
-def _as_kernel_class(chunk: str, index: int) -> str:
-    for old, new in _KERNEL_CLASS_EDITS:
+def held_class(chunk: str, name: str) -> str:
+    """A file's `ModelNew` class statement as the class `name`, built with a `_Reference` it is handed rather than
+    one of its own (several such classes then read the same parameters); CompositionError for a class of another
+    form."""
+    for old, new in _HELD_CLASS_EDITS:
         if chunk.count(old) != 1:
             raise CompositionError(f"a kernel's ModelNew does not contain {old!r} once")
-        chunk = chunk.replace(old, new.format(index=index))
+        chunk = chunk.replace(old, new.format(name=name))
     return chunk
+
+
+def _as_kernel_class(chunk: str, index: int) -> str:
+    return held_class(chunk, f"_Kernel{index}")
 
 
 # ---- one C++ extension for all kernels ------------------------------------------------------------------------
 
-def _joined_extension(pieces: list[_Piece]) -> str:
+@dataclass(frozen=True)
+class Extension:
+    """One file's C++ for a joined extension: its source without bindings, and the functions the file's Python
+    calls, as (name, C++ function) pairs."""
+
+    cpp: str
+    bindings: tuple[tuple[str, str], ...]
+
+
+def joined_extension(parts: list[Extension], call: ast.Call, prefix: str = "k") -> str:
+    """The `_CPP` and `_ext` statements of one extension holding every part's C++, the i-th in `namespace
+    <prefix><i>` with its functions bound as `<prefix><i>_<name>`, loaded as `call` (a file's `load_inline`) loads
+    it, under a name of its own: the compiler runs once for them all."""
     includes: list[str] = []
     bodies: list[str] = []
     bindings: list[str] = []
-    for index, piece in enumerate(pieces):
-        assert piece.cpp is not None
+    for index, part in enumerate(parts):
+        space = f"{prefix}{index}"
         body = []
-        for line in piece.cpp.strip().splitlines():
+        for line in part.cpp.strip().splitlines():
             if line.startswith("#include"):
                 includes.append(line)
             else:
                 body.append(line)
-        bodies.append(f"namespace k{index} {{\n" + "\n".join(body).strip() + f"\n}}  // namespace k{index}")
-        bindings.extend(f'    m.def("k{index}_{name}", &k{index}::{name});' for name in piece.functions)
+        bodies.append(f"namespace {space} {{\n" + "\n".join(body).strip() + f"\n}}  // namespace {space}")
+        bindings.extend(f'    m.def("{space}_{name}", &{space}::{target});' for name, target in part.bindings)
     text = "\n".join(dict.fromkeys(includes)) + "\n\n" + "\n\n".join(bodies) + \
         "\n\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "\n".join(bindings) + "\n}\n"
-    call = pieces[0].load_call
-    assert call is not None
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     keywords = []
     for keyword in call.keywords:
@@ -269,8 +293,11 @@ def _model(parts: Partition, helpers: dict[str, str]) -> str:
             index += 1
         elif step.output not in absorbed:
             body.append(f"        {value(step.output)} = {_python_step(_through(step, absorbed), value, helpers)}")
-    returned = ", ".join(value(name) for name in graph.outputs)
-    if len(graph.outputs) > 1:
+    # The buffers the forward writes (a training-mode batch norm's statistics), once every kernel reading them ran.
+    for path, name in graph.written:
+        body.append(f"        {param_expression(path)}.copy_({_as_shaped(value(name), graph, name, path)})")
+    returned = ", ".join(value(name) for name in graph.returned)
+    if len(graph.returned) > 1:
         returned = f"({returned})"
     arguments = ", ".join(identifier(spec.name) for spec in graph.inputs)
     return "\n".join([
@@ -286,6 +313,15 @@ def _model(parts: Partition, helpers: dict[str, str]) -> str:
     ])
 
 
+def _as_shaped(expression: str, graph: ir.Program, name: str, path: str) -> str:
+    """`expression` (the value `name`) reshaped to the buffer `path`'s shape where they differ: a kernel writes at
+    least one element (a count of shape () is computed as one of shape (1,))."""
+    shape = graph.spec(path).shape
+    if graph.shape(name) == shape:
+        return expression
+    return f"{expression}.reshape(({', '.join(str(size) for size in shape)}{',' if len(shape) == 1 else ''}))"
+
+
 def _absorbed_reshapes(parts: Partition) -> dict[str, ViewStep]:
     """The reshape steps whose value only one later reshape reads (and the forward does not return), by name:
     that reshape is done from their source instead, in one call (the elements keep their order), since every
@@ -297,7 +333,7 @@ def _absorbed_reshapes(parts: Partition) -> dict[str, ViewStep]:
         for name in names:
             readers[name] = readers.get(name, 0) + 1
     reshapes = {step.output: step for step in parts.steps if isinstance(step, ViewStep) and step.node.op == "view"}
-    returned = set(parts.graph.outputs)
+    returned = set(parts.graph.outputs)  # the values written into buffers too
     return {name: step for name, step in reshapes.items()
             if name not in returned and readers.get(name) == 1 and
             any(other.node.args[0] == name for other in reshapes.values())}
@@ -337,4 +373,4 @@ def _python_step(step: ViewStep, value: Callable[[str], str], helpers: dict[str,
     return f"{source}.narrow({dim}, {start}, max(0, {end} - {start}))"
 
 
-__all__ = ["CompositionError", "compose"]
+__all__ = ["CompositionError", "Extension", "compose", "held_class", "joined_extension", "top_level_names"]

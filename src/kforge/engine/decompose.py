@@ -9,8 +9,10 @@ of floating-point sums), and the partitioner cuts the result into kernels where 
 - batch norm: `(x - mean) * rsqrt(var + eps) * weight + bias` over the channel dim (dim 1), with the running
   statistics in evaluation mode and the batch's own (mean, biased variance) in training mode, as the reference
   normalizes: those come from one `moments` node (a kernel of its own, reading each channel twice: its mean,
-  then its squared deviations), the rest is pointwise; the running statistics' update, which the output does
-  not depend on, is not reproduced;
+  then its squared deviations), the rest is pointwise. In training mode the layer's buffers move too
+  (`running_statistics`): the count plus one, each running statistic a step of `momentum` towards the batch's
+  (the variance unbiased), computed from the same `moments` as small pointwise kernels whose values the forward
+  writes into the buffers (`ir.Program.updates`);
 - group norm (and instance norm, one group per channel): the input viewed as (batch, groups, rest), a layer
   norm over the rest without weights, viewed back, then the per-channel affine.
 """
@@ -148,6 +150,80 @@ def _batch_norm_training(builder: Builder, name: str, x: str, *, weight: str | N
     if narrow:
         result = builder.add(name, "cast", (result,), shape, spec.dtype, static)
     return result
+
+
+def running_statistics(builder: Builder, name: str, x: str, *, mean: str, var: str, count: str | None,
+                       momentum: float | None) -> list[tuple[str, str]]:
+    """The new values of a training-mode batch norm's buffers, as torch writes them after normalizing `x` with the
+    batch's statistics (the `moments` rows `batch_norm` made under `name`): (buffer path, value) pairs.
+
+    `count` (num_batches_tracked) goes up by one. A running statistic `r` becomes `(1 - m) * r + m * batch`, with
+    the batch's variance unbiased (times n / (n - 1), n the values per channel) and `m` the momentum, or with
+    `momentum` None `1 / count` after the increment: the average over every batch counted. The arithmetic is
+    float32, the result in the buffer's dtype."""
+    spec = builder.value(x)
+    channels, static = spec.shape[1], (spec.is_static(1),)
+    written: list[tuple[str, str]] = []
+    step: ir.Arg | None = momentum
+    if count is not None:
+        counted = builder.add(f"{name}_count", "view", (count,), (1,), "int64", (True,), shape=(1,))
+        written.append((count, builder.add(f"{name}_count_next", "add", (counted, 1.0), (1,), "int64", (True,))))
+        if momentum is None:
+            wide = builder.add(f"{name}_count_float", "cast", (written[0][1],), (1,), "float32", (True,))
+            step = builder.add(f"{name}_step", "reciprocal", (wide,), (1,), "float32", (True,))
+    if step is None:
+        raise ValueError("a cumulative average (momentum None) without a count of batches")
+    if step == 0.0:
+        return written  # a momentum of 0 leaves the statistics as they are
+    unbiased = _unbiased_factor(builder, name, x)
+    for label, path, factor in (("mean", mean, None), ("var", var, unbiased)):
+        batch = builder.add(f"{name}_batch_{label}", "view", (f"{name}_{label}_row",), (channels,), "float32",
+                            static, shape=(channels,))
+        if factor is not None:
+            batch = builder.add(f"{name}_batch_{label}_unbiased", "mul", (batch, factor), (channels,), "float32",
+                                static)
+        written.append((path, _moved(builder, f"{name}_running_{label}", path, batch, step)))
+    return written
+
+
+def _unbiased_factor(builder: Builder, name: str, x: str) -> ir.Arg:
+    """n / (n - 1), n the values per channel of `x` (every dim but 1): a constant where those dims are static, else
+    a scalar computed from the sizes at run time."""
+    spec = builder.value(x)
+    others = [d for d in range(len(spec.shape)) if d != 1]
+    fixed = math.prod(spec.shape[d] for d in others if spec.is_static(d))
+    varying = [d for d in others if not spec.is_static(d)]
+    if not varying:
+        if fixed < 2:
+            raise ValueError("batch statistics of one value per channel")
+        return fixed / (fixed - 1)
+    values: str = builder.add(f"{name}_size{varying[0]}", "size", (x,), (), "float64", (), dim=varying[0])
+    for d in varying[1:]:
+        size = builder.add(f"{name}_size{d}", "size", (x,), (), "float64", (), dim=d)
+        values = builder.add(f"{name}_values_{d}", "mul", (values, size), (), "float64", ())
+    if fixed != 1:
+        values = builder.add(f"{name}_values", "mul", (values, float(fixed)), (), "float64", ())
+    less = builder.add(f"{name}_values_less_one", "sub", (values, 1.0), (), "float64", ())
+    return builder.add(f"{name}_unbiased", "div", (values, less), (), "float64", ())
+
+
+def _moved(builder: Builder, result: str, path: str, batch: str, step: ir.Arg) -> str:
+    """`(1 - step) * running + step * batch` in float32 (step a float, or a value of one element), named `result`
+    in the buffer's dtype."""
+    spec = builder.value(path)
+    shape, static = spec.shape, _static(spec)
+    running = path if spec.dtype == "float32" else builder.add(f"{result}_wide", "cast", (path,), shape, "float32",
+                                                               static)
+    if isinstance(step, str):
+        shrunk = builder.add(f"{result}_shrunk", "mul", (running, step), shape, "float32", static)
+        kept = builder.add(f"{result}_kept", "sub", (running, shrunk), shape, "float32", static)
+    else:
+        kept = builder.add(f"{result}_kept", "mul", (running, 1.0 - float(step)), shape, "float32", static)
+    moved = builder.add(f"{result}_moved", "mul", (batch, step), shape, "float32", static)
+    if spec.dtype == "float32":
+        return builder.add(result, "add", (kept, moved), shape, "float32", static)
+    total = builder.add(f"{result}_float", "add", (kept, moved), shape, "float32", static)
+    return builder.add(result, "cast", (total,), shape, spec.dtype, static)
 
 
 def group_norm(builder: Builder, name: str, x: str, *, groups: int, weight: str | None, bias: str | None,

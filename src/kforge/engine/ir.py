@@ -13,7 +13,10 @@ A `Program` is what capture produces, simplification rewrites and the backends (
   comparisons `COMPARE_OPS`, whose results are booleans, and `where(condition, a, b)`),
   reductions over one dim (`REDUCE_OPS`), row-wise normalizations over one dim (`ROW_OPS`) and views
   (`VIEW_OPS`) of inputs, params or the heavy output;
-- `outputs`: the names of the values `forward` returns, in order.
+- `outputs`: the names of the values `forward` returns, in order, then those of `updates`;
+- `updates`: the buffers `forward` writes (a training-mode batch norm's running statistics and count), by
+  attribute path, one per trailing output: after computing, the forward copies each of those values into its
+  buffer and returns the others (`returned`). The IR itself stays free of side effects.
 
 That is a *single-kernel* program: one heavy op and what fuses after it. Capture may also produce a *graph*
 program (`is_graph()`): heavy ops among `nodes` (several GEMMs, or a GEMM after other work), to be cut into
@@ -186,6 +189,7 @@ class Program:
     prepared: tuple[Node, ...] = ()
     degenerate: str | None = None  # why the outputs are provably constant, when they are
     notes: tuple[str, ...] = field(default=())  # one line per rewrite applied, for reports and docs
+    updates: tuple[str, ...] = ()  # the buffers the last len(updates) outputs are written into, in order
 
     def __post_init__(self) -> None:
         validate(self)
@@ -199,6 +203,16 @@ class Program:
 
     def shape(self, name: str) -> Shape:
         return self.spec(name).shape
+
+    @property
+    def returned(self) -> tuple[str, ...]:
+        """The outputs `forward` returns: all but the values written into buffers."""
+        return self.outputs[:len(self.outputs) - len(self.updates)]
+
+    @property
+    def written(self) -> tuple[tuple[str, str], ...]:
+        """(buffer path, value) of each buffer the forward writes, in order."""
+        return tuple(zip(self.updates, self.outputs[len(self.outputs) - len(self.updates):], strict=True))
 
     def all_nodes(self) -> tuple[Node, ...]:
         """The heavy op (when there is one) followed by the epilogue."""
@@ -214,7 +228,7 @@ class Program:
     def replace(self, **changes: Any) -> Program:
         fields = {"inputs": self.inputs, "params": self.params, "nodes": self.nodes, "outputs": self.outputs,
                   "heavy": self.heavy, "prepared": self.prepared, "degenerate": self.degenerate,
-                  "notes": self.notes}
+                  "notes": self.notes, "updates": self.updates}
         fields.update(changes)
         return Program(**fields)
 
@@ -252,6 +266,14 @@ def validate(program: Program) -> None:
     for name in program.outputs:
         if name not in defined:
             raise IRError(f"output {name!r} is not defined")
+    params = {spec.name for spec in program.params}
+    if program.updates and len(program.updates) >= len(program.outputs):
+        raise IRError("a program writing buffers must return at least one other output")
+    for path in program.updates:
+        if path not in params:
+            raise IRError(f"the buffer {path!r} the forward writes is not among the params")
+    if len(set(program.updates)) != len(program.updates):
+        raise IRError("a buffer written twice by one forward")
 
 
 # ---- the reference interpreter ------------------------------------------------------------------------------
@@ -299,8 +321,10 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def evaluate(program: Program, inputs: Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
-             params: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
-    """Run `program` with torch ops: the outputs, in order. Inputs by position or by name; params by name."""
+             params: Mapping[str, torch.Tensor], written: dict[str, torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Run `program` with torch ops: the outputs it returns, in order. Inputs by position or by name; params by
+    name. The new values of the buffers it writes (`Program.updates`) go into `written`, by path, when given;
+    `params` is left as it was."""
     if not isinstance(inputs, Mapping):
         if len(inputs) != len(program.inputs):
             raise IRError(f"program takes {len(program.inputs)} inputs, got {len(inputs)}")
@@ -310,7 +334,9 @@ def evaluate(program: Program, inputs: Sequence[torch.Tensor] | Mapping[str, tor
     env: dict[str, torch.Tensor] = {**inputs, **numbers, **{spec.name: params[spec.name] for spec in program.params}}
     for node in (*program.prepared, *program.all_nodes()):
         env[node.name] = apply(node, [env[arg] if isinstance(arg, str) else arg for arg in node.args])
-    return [env[name] for name in program.outputs]
+    if written is not None:
+        written.update({path: env[name] for path, name in program.written})
+    return [env[name] for name in program.returned]
 
 
 def apply(node: Node, args: list[Any]) -> torch.Tensor:

@@ -290,7 +290,7 @@ class _Cut:
                                                                        key=self.order.__getitem__)]
         graph_form = self.graph.replace(inputs=tuple(input_specs),
                                         params=tuple(s for s in self.graph.params if s.name in params),
-                                        nodes=tuple(ordered), outputs=(members[-1].name,), notes=())
+                                        nodes=tuple(ordered), outputs=(members[-1].name,), notes=(), updates=())
         return ir.hoist_heavy(graph_form)
 
     def steps(self, groups: list[list[ir.Node]]) -> tuple[Step, ...]:

@@ -2,7 +2,9 @@
 
 capture -> regroup -> simplify -> the backend of the target language. A forward that one kernel cannot compute (several
 GEMMs, reductions in a row, several outputs) is cut into kernels first (`partition`), each simplified and
-rendered by the backend, and the kernels' files joined into one (`compose`). Like the generation agent it only
+rendered by the backend, and the kernels' files joined into one (`compose`). Where the reference computes otherwise
+with its layers switched to the other mode (a batch norm), the candidates of both modes are joined into one file that
+picks by the layers' `training` flags on each call (`modes`). Like the generation agent it only
 writes source text (`EngineProposer` is its `kforge.proposer.Proposer`); every candidate is judged by the harness.
 """
 
@@ -13,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kforge.engine import cpp_backend, ir, standalone, triton, widen
-from kforge.engine.capture import LoweringError, capture
+from kforge.engine import cpp_backend, ir, modes, standalone, triton, widen
+from kforge.engine.capture import Captured, LoweringError, cannot_lower, capture
 from kforge.engine.compose import compose
 from kforge.engine.partition import Kernel, Partition, ViewStep, partition
 from kforge.engine.regroup import regroup
@@ -55,12 +57,52 @@ class EngineProposer:
 
 
 def propose(problem: Problem, language: str, vendor_gemm: bool = False, limit: int = 3) -> EngineCandidates:
-    """Candidates for `problem` in `language`; LoweringError (one line for the user) when it cannot."""
+    """Candidates for `problem` in `language`, each following the modes of the reference's layers (engine/modes.py);
+    LoweringError (one line for the user) when it cannot write any."""
+    built = capture(problem)
+    found = _for_program(built.program, problem, language, vendor_gemm, limit)
+    return _following_modes(found, built, problem, language, vendor_gemm, limit)
+
+
+def _following_modes(found: EngineCandidates, built: Captured, problem: Problem, language: str, vendor_gemm: bool,
+                     limit: int) -> EngineCandidates:
+    """`found` (written for the layers' modes as built), joined with the candidates for every layer switched to the
+    other mode where the reference computes otherwise there; unchanged where it computes the same."""
+    forms = [modes.layer_modes(built.model)]
+    others: EngineCandidates | None = None
+    why = ""
+    try:
+        other = capture(problem, training=not built.model.training)
+        if other.program == built.program:
+            return found
+        others = _for_program(other.program, problem, language, vendor_gemm, limit)
+        forms.append(modes.layer_modes(other.model))
+    except LoweringError as exc:
+        why = str(exc).removeprefix("builtin engine: ").removesuffix("; configure a model with --model")
+    variants = []
+    for index, variant in enumerate(found.variants):
+        sources = [variant.source]
+        if others is not None:
+            sources.append(others.variants[min(index, len(others.variants) - 1)].source)
+        written = [modes.Form(flags, source) for flags, source in zip(forms, sources, strict=True)]
+        variants.append(Variant(variant.config, modes.with_modes(problem.source, written, modes.refusal(written, why))))
+    note = ("follows the layers' modes: " + " or ".join(modes.described(flags) for flags in forms) +
+            (", picked on each call" if len(forms) > 1 else f"; refuses the other ({why})"))
+    return dataclasses.replace(found, program=found.program.replace(notes=(*found.program.notes, note)),
+                               variants=tuple(variants))
+
+
+def _for_program(captured: ir.Program, problem: Problem, language: str, vendor_gemm: bool,
+                 limit: int) -> EngineCandidates:
+    """Candidates computing `captured` in `language`."""
     backend = _backend(language)
-    captured = capture(problem).program
     if language == "cpp" and widen.has_half(captured):  # the C++ kernels compute in float32 (engine/widen.py)
+        if captured.updates:
+            raise cannot_lower("batch_norm in training mode in half precision (the C++ backend widens the "
+                               "module's buffers to float32, and the running statistics must keep their dtype)",
+                               op=False)
         found = _candidates(widen.widened(captured), backend, problem, vendor_gemm, limit, None)
-        dtypes, single = widen.output_dtypes(captured), len(captured.outputs) == 1
+        dtypes, single = widen.output_dtypes(captured), len(captured.returned) == 1
         return dataclasses.replace(found, variants=tuple(
             Variant(variant.config, widen.with_half_edges(variant.source, dtypes, single))
             for variant in found.variants))

@@ -3,9 +3,10 @@
 Each rule is a function `Program -> Program | None` (None: it does not apply) whose docstring gives the
 algebra it relies on; `simplify` applies them until none does, then drops dead nodes, and records one note
 per rewrite in `Program.notes`. Rules rely only on dims that are static (the same size in every input set of
-the problem), and never change what the reference computes beyond floating-point rounding: operations with
-hidden state or randomness (training-mode BatchNorm, dropout) are never lowered by capture, so no rule sees
-them. Each rule is tested on random inputs against `ir.evaluate` in tests/engine/test_simplify.py.
+the problem), and never change what the reference computes beyond floating-point rounding: randomness (dropout
+in training mode) is never lowered by capture, and hidden state is explicit (a training-mode batch norm's new
+running statistics are outputs, `ir.Program.updates`), so no rule sees either. Each rule is tested on random
+inputs against `ir.evaluate` in tests/engine/test_simplify.py.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def widened(program: ir.Program) -> ir.Program:
 
 def output_dtypes(program: ir.Program) -> list[str]:
     """The torch dtype expression of each output the reference returns, in order."""
-    return [_TORCH_NAMES[program.spec(name).dtype] for name in program.outputs]
+    return [_TORCH_NAMES[program.spec(name).dtype] for name in program.returned]
 
 
 def with_half_edges(solution: str, dtypes: list[str], single: bool) -> str:

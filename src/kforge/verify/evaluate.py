@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kforge.paths import cache_dir
 from kforge.platforms import Platform, get_platform
 from kforge.problem import Problem, Solution, SolutionError, load_problem, load_solution
-from kforge.verify import freeze, tensors
+from kforge.verify import freeze, state, tensors
 from kforge.verify.artifact_store import ArtifactStore, Restored, artifact_key
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.device_lock import device_lock
@@ -79,6 +79,8 @@ from kforge.verify.worker_layout import reference_builds, reference_caches
 Progress = Callable[[str], None]
 
 _WORKER_START_S = 120.0
+# Calls of the candidate on each correctness trial's inputs: a second call shows state kept between calls.
+_RUN_CALLS = 2
 _TIMING_SEED = 1_000_003
 # Between the first input seeds of consecutive timing rounds: more than any round's calls.
 _ROUND_SEED_STRIDE = 100_003
@@ -158,7 +160,12 @@ class _Context:
     @cached_property
     def reference_ops(self) -> set[str]:
         inputs = self.problem.inputs(_trial_seed(self.input_seed, 0), device=self.platform.device)
-        return reference_ops(self.reference_model, inputs)
+        # A call outside the correctness trials' sequence: the buffers it moves are put back, so that the trials
+        # start from the state the candidate's model is built with.
+        saved = state.snapshot(self.reference_model)
+        ops = reference_ops(self.reference_model, inputs)
+        state.restore(self.reference_model, saved)
+        return ops
 
 
 ProblemInput = Problem | str | Path  # a loaded problem (validated when it was loaded), or its file
@@ -283,6 +290,7 @@ class _Evaluation:
         self.outside_ms: float | None = None
         self.started = time.perf_counter()
         self.restored: Restored | None = None  # what the build store put into the candidate's worker
+        self.built_state: dict[str, torch.Tensor] = {}  # the reference's buffers as built, before any trial
 
     def run(self) -> Verdict:
         reference_worker: Worker | None = None
@@ -397,6 +405,7 @@ class _Evaluation:
     def check_correctness(self, worker: Worker) -> None:
         ctx = self.ctx
         variants = ctx.problem.variant_count()
+        self.built_state = state.snapshot(ctx.reference_model)
         for trial in range(ctx.options.trials):
             seed = _trial_seed(ctx.input_seed, trial)
             for variant in range(variants):
@@ -409,33 +418,55 @@ class _Evaluation:
         ctx = self.ctx
         inputs = ctx.problem.inputs(seed, variant, device=ctx.platform.device)
         reference_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        with torch.no_grad():
-            expected = ctx.reference_model(*reference_inputs)
+        expected_calls = self.reference_calls(reference_inputs, _RUN_CALLS)
+        expected = expected_calls[0]
         self.call_bytes = max(self.call_bytes, _tensor_bytes(inputs) + _tensor_bytes(expected))
         if seed == _trial_seed(ctx.input_seed, 0) and variant == 0:
             warning = degenerate_warning(expected, ctx.options.tolerance)
             if warning:
                 self.warnings.append(warning)
         out_path = worker.path(f"run-{seed}-{variant}.pt")
-        request = RunRequest(seed=seed, variant=variant, calls=2, record_ops=ctx.options.policy.dynamic_checks,
-                             out=str(out_path))
+        request = RunRequest(seed=seed, variant=variant, calls=_RUN_CALLS,
+                             record_ops=ctx.options.policy.dynamic_checks, out=str(out_path))
         reply = self.ask(worker, request, RunReply, ctx.options.timeout_s)
         violation = judge_dispatched_ops(set(reply.ops), ctx.reference_ops, ctx.options.policy)
         if violation:
             raise _Failed(Outcome.REJECTED, violation.message, rule=violation.rule)
         record = self.read_outputs(worker, out_path)
         outputs = record.get("outputs", [])
-        if len(outputs) != 2:
+        if len(outputs) != _RUN_CALLS:
             raise _Failed(Outcome.CRASHED, "the worker's output file is incomplete")
         changed = inputs_changed(reference_inputs, record.get("inputs_after", []))
         if changed:
             raise _Failed(Outcome.INCORRECT, f"{label}: {changed}")
-        for call, output in enumerate(outputs):
-            comparison = compare(expected, output, ctx.options.tolerance)
+        for call, (output, reference) in enumerate(zip(outputs, expected_calls, strict=True)):
+            comparison = compare(reference, output, ctx.options.tolerance)
             self.comparison = self.comparison.merged(comparison)
             if not comparison.ok:
                 which = "" if call == 0 else "second call on the same input: "
                 raise _Failed(Outcome.INCORRECT, f"{label}: {which}{comparison.reason}")
+        self.check_state(record.get("buffers"), label)
+
+    def reference_calls(self, inputs: list[Any], calls: int) -> list[Any]:
+        """The reference's outputs for the calls a run request makes on `inputs`. A reference with buffers is called
+        as often as the candidate is, so that its buffers (a batch norm's running statistics) have seen the same
+        calls when they are compared; one without any has no state to follow, and is called once."""
+        model = self.ctx.reference_model
+        with torch.no_grad():
+            outputs = [model(*inputs)]
+            for _ in range(calls - 1):
+                outputs.append(model(*inputs) if self.built_state else outputs[0])
+        return outputs
+
+    def check_state(self, candidate_buffers: Any, label: str) -> None:
+        """The reference's buffers its calls so far changed, against the candidate's (verify/state.py)."""
+        now = state.snapshot(self.ctx.reference_model)
+        required = state.changed(self.built_state, now)
+        if not required:
+            return
+        mismatch = state.compare_state(now, required, candidate_buffers, self.ctx.options.tolerance)
+        if mismatch is not None:
+            raise _Failed(Outcome.INCORRECT, f"{label}: {mismatch.message}", rule=state.STATE_RULE)
 
     def measure(self, worker: Worker, reference_worker: Worker | None) -> Verdict:
         ctx = self.ctx

@@ -88,7 +88,9 @@ class Verdict(BaseModel):
 
     verdict: Outcome
     reason: str
-    rule: str | None = Field(default=None, description="the policy rule that fired, when rejected")
+    rule: str | None = Field(default=None, description=(
+        "the policy rule that fired, when rejected; for an incorrect verdict, the check beyond the outputs that "
+        "failed (dynamic.state: the module's buffers after the forward)"))
     platform: str
     language: str
     runtime_ms: float | None = None

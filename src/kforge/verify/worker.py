@@ -204,7 +204,8 @@ class WorkerState:
             if threading.active_count() > threads_before:
                 raise RequestFailed("rejected", "the candidate left a thread running after it returned",
                                     rule="dynamic.thread")
-        tensors.save({"outputs": outputs, "inputs_after": tensors.plain_copy(inputs)}, Path(request.out))
+        tensors.save({"outputs": outputs, "inputs_after": tensors.plain_copy(inputs),
+                      "buffers": self._buffers()}, Path(request.out))
         return RunReply(ops=sorted(ops))
 
     def time(self, request: TimeRequest) -> TimeReply:
@@ -322,6 +323,20 @@ class WorkerState:
             return tensors.plain_copy(output)
         except tensors.UnsafeOutput as exc:
             raise RequestFailed("rejected", str(exc), rule="dynamic.output-type") from None
+
+    def _buffers(self) -> dict[str, Any]:
+        """The model's buffers after the calls, by name: the harness compares those the reference's calls change
+        (verify/state.py)."""
+        if not isinstance(self.model, torch.nn.Module):
+            return {}
+        try:
+            named = list(self.model.named_buffers())
+        except Exception as exc:
+            raise RequestFailed("runtime_error", f"listing the model's buffers failed: {_describe(exc)}") from exc
+        try:
+            return {str(name): tensors.plain_copy(buffer) for name, buffer in named}
+        except tensors.UnsafeOutput as exc:
+            raise RequestFailed("rejected", f"a buffer: {exc}", rule="dynamic.output-type") from None
 
     def _check_tamper(self) -> None:
         finding = self.watch.finding(self.candidate_loaded)
