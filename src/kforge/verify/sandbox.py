@@ -148,7 +148,8 @@ class Worker:
         env = scrubbed_environment({**(extra_env or {}), **own}, self.directory)
         builds = self.directory / BUILDS if cache_dir is None else cache_dir
         plan = self.path("confinement.json")
-        plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env).to_json())
+        plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env,
+                                        trusted=cache_dir is not None).to_json())
         self.confinement: dict[str, list[str]] = {}  # what the worker enforced, from its greeting
         read_fd, write_fd = os.pipe()
         self.process: subprocess.Popen[bytes] | ForkedProcess = (
@@ -200,12 +201,20 @@ class Worker:
     def path(self, name: str) -> Path:
         return self.directory / name
 
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        """The user and group a started worker runs as, where they are not the harness's: a worker of a root harness
+        takes its directory for its own user before it leaves uid 0 (verify/worker_user.py), and whatever the
+        harness puts there later is given to that user too. None where the harness's own ids own it."""
+        info = os.fstat(self._directory_fd)
+        return None if (info.st_uid, info.st_gid) == (os.geteuid(), os.getegid()) else (info.st_uid, info.st_gid)
+
     def hand_over(self, name: str, text: str) -> Path:
         """Write `text` into the worker's directory (the only user files the worker may read); its path. Whatever
         the name holds (a link a candidate planted to a user's file) is replaced, never read or written through
         (write_new_file_at); WorkerFailure when it cannot be."""
         try:
-            write_new_file_at(self._directory_fd, name, text.encode())
+            write_new_file_at(self._directory_fd, name, text.encode(), self.owner)
         except OSError as exc:
             raise WorkerFailure("crashed", f"{name} could not be handed over to the worker "
                                            f"({exc.strerror or exc})") from None
@@ -532,16 +541,18 @@ def read_file_at(directory_fd: int, name: str, cap: int) -> bytes:
         os.close(fd)
 
 
-def write_new_file_at(directory_fd: int, name: str, data: bytes) -> None:
-    """Put `data` under `name` in the directory `directory_fd`, which a candidate may write, as a new file of the
-    harness's own. Whatever is there is removed without being followed (unlink removes a link, not its target),
-    and the file is created with O_EXCL and O_NOFOLLOW: should something be planted again between the two steps,
-    the creation fails (OSError) rather than write through it."""
+def write_new_file_at(directory_fd: int, name: str, data: bytes, owner: tuple[int, int] | None = None) -> None:
+    """Put `data` under `name` in the directory `directory_fd`, which a candidate may write, as a new file (given
+    to `owner`, the worker's user and group, where one is named). Whatever is there is removed without being
+    followed (unlink removes a link, not its target), and the file is created with O_EXCL and O_NOFOLLOW: should
+    something be planted again between the two steps, the creation fails (OSError) rather than write through it."""
     _check_name(name)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=directory_fd)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOWING, 0o644, dir_fd=directory_fd)
     try:
+        if owner is not None:
+            os.fchown(fd, *owner)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
