@@ -3,7 +3,8 @@
 What a worker gets: its own session (so the whole process group can be killed), its own temporary
 directory as working directory and HOME, an address-space limit where the platform allows one, no core
 dumps, and an environment reduced to an allowlist with anything that looks like a secret removed. The
-harness watches the worker's resident memory as well, and kills it on a wall-clock deadline.
+harness watches the worker's memory as well (its resident memory and the files of its directory, which lives in
+RAM: verify/worker_memory.py), and kills it on a wall-clock deadline.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-import psutil
 from pydantic import BaseModel
 
 import kforge
+from kforge.verify import worker_memory
 from kforge.verify.forkserver import ForkedProcess, ForkServer, ForkServerError
 from kforge.verify.protocol import Failure, Greeting, MalformedReply, ReplyT, read_reply
 from kforge.verify.sandbox_rules import confinement_for, worker_search_path
@@ -305,17 +306,15 @@ class Worker:
         return line
 
     def _check_memory(self) -> None:
+        """Kill the worker once what it holds, resident or in files of its RAM-backed directory, passes its memory
+        limit (verify/worker_memory.py)."""
         if not self.limits.memory_mb or self.process.poll() is not None:
             return
-        try:
-            root = psutil.Process(self.process.pid)
-            resident = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
-        except psutil.Error:
-            return
-        if resident > self.limits.memory_mb * 1024 * 1024:
+        held = worker_memory.held(self.process.pid, self._directory_fd)
+        if held is not None and held.over(self.limits.memory_mb * 1024 * 1024):
             self.kill()
             raise WorkerFailure("crashed", f"exceeded the memory limit of {self.limits.memory_mb} MiB "
-                                f"(resident {resident >> 20} MiB; the worker was killed)")
+                                f"({held.describe()}; the worker was killed)")
 
     def _death(self) -> WorkerFailure:
         code = self.process.wait(timeout=30)
