@@ -147,18 +147,19 @@ PROBE = textwrap.dedent('''
 ''')
 
 
-def run_probe(tmp_path: Path, trusted: bool = False, processes: int = 64) -> tuple[dict[str, object], int]:
+def run_probe(tmp_path: Path, trusted: bool = False, processes: int = 64,
+              **changes: object) -> tuple[dict[str, object], int]:
     """A confined interpreter, started as the harness starts a worker, whose plan lets Landlock allow writing a
-    folder of root's (so that only the user's rights refuse it) and allows `processes`; what it saw, and its
-    process id."""
+    folder of root's (so that only the user's rights refuse it), allows `processes` and has `changes`; what it
+    saw, and its process id."""
     work, roots = tmp_path / "worker", tmp_path / "roots"
-    work.mkdir()
+    work.mkdir(parents=True)
     roots.mkdir()
     (roots / "root-owned.txt").write_text("root's\n")
     (roots / "root-owned.txt").chmod(0o644)
     environment = {**os.environ, "PYTHONPATH": str(Path(kforge.__file__).resolve().parent.parent)}
     plan = confinement_for(work, [], environment, trusted=trusted)
-    plan = dataclasses.replace(plan, write=(*plan.write, str(roots.resolve())), processes=processes)
+    plan = dataclasses.replace(plan, write=(*plan.write, str(roots.resolve())), processes=processes, **changes)
     (tmp_path / "plan.json").write_text(plan.to_json())
     probe = subprocess.Popen([sys.executable, "-c", PROBE, str(tmp_path / "plan.json"), str(roots)], cwd=work,
                              env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -195,6 +196,25 @@ def test_the_references_workers_share_one_user(tmp_path: Path) -> None:
     seen, _ = run_probe(tmp_path, trusted=True)
     assert seen["uid"] == worker_user.DEFAULT_BASE
     assert "the reference's workers together" in " ".join(seen["report"]["enforced"])  # type: ignore[index]
+
+
+@enforced
+def test_each_layer_leaves_a_line_enforced_or_missing(tmp_path: Path) -> None:
+    """What --require-sandbox relies on: a layer that does not hold is named in `missing`, never left out."""
+    layers = ("network namespace", "process namespace", "unprivileged user", "no capabilities", "limits:",
+              "Landlock", "seccomp")
+    seen, _ = run_probe(tmp_path / "all")
+    enforced = seen["report"]["enforced"]  # type: ignore[index]
+    assert all(any(line.startswith(layer) for line in enforced) for layer in layers), enforced
+    assert seen["report"]["missing"] == []  # type: ignore[index]
+    seen, _ = run_probe(tmp_path / "none", processes=0, network_namespace=False, process_namespace=False,
+                        cpu_seconds=0, user_id=None, user_refused="refused by the test")
+    missing = " | ".join(seen["report"]["missing"])  # type: ignore[index]
+    for line in ("network namespace: switched off", "process namespace: switched off", "process count: not limited",
+                 "CPU time: not limited"):
+        assert line in missing, missing
+    if os.geteuid() == 0:
+        assert "unprivileged user: refused by the test; the worker stays uid 0" in missing
 
 
 @as_root
