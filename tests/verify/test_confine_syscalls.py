@@ -114,8 +114,10 @@ def probe(tmp_path: Path, language: str = "cpp", platform_name: str = "cpu") -> 
     # The kforge this test imported, whatever the PYTHONPATH said (the probe runs in the worker's directory).
     package_root = str(Path(kforge.__file__).resolve().parent.parent)
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
+    # Started with a worker's resource limits, as the harness starts one (the probe reports them).
     result = subprocess.run([sys.executable, "-c", PROBE, str(work), language, platform_name], capture_output=True,
-                            text=True, timeout=120, cwd=work, env=environment)
+                            text=True, timeout=120, cwd=work, env=environment,
+                            preexec_fn=lambda: _limit_child(Limits()))
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

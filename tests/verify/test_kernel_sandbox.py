@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import secrets
 import socket
 import sqlite3
@@ -22,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kforge.store import Store
@@ -212,6 +214,47 @@ def test_nothing_is_written_outside_the_workers_directory(tmp_path: Path) -> Non
     verdict, _ = kforge_eval(render(tmp_path, "write_outside", PATH=target))
     assert not target.exists()
     assert "opening for writing failed: error 13" in str(verdict["reason"])
+
+
+def judged(candidate: Path, **changes: object) -> str:
+    """The reason of the verdict on a Python candidate (the static policy off: it needs `os`), judged as C++."""
+    from kforge.verify.evaluate import evaluate
+    from tests.conftest import POLICY_OFF, fast_options
+
+    verdict = evaluate(LEAKY, candidate, fast_options(policy=POLICY_OFF, measure=False, trials=1, **changes))
+    assert verdict.verdict in ("runtime_error", "crashed"), verdict.reason
+    return str(verdict.reason)
+
+
+@enforced
+def test_a_file_of_roots_outside_the_directory_is_neither_changed_nor_joined(tmp_path: Path) -> None:
+    """Issue 38: a worker left uid 0 owns root's files. Landlock refuses the write here, and a root harness's
+    worker is a user of its own besides (test_worker_user.py shows that layer alone)."""
+    target = tmp_path / "roots" / "root-owned.txt"
+    target.parent.mkdir()
+    target.write_text("root's\n")
+    target.chmod(0o644)
+    reason = judged(render(tmp_path, "write_root_file", PATH=target))
+    assert "appending to root's file: error 13; creating beside it: error 13" in reason, reason
+    assert target.read_text() == "root's\n" and not (target.parent / "planted.txt").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the process limit needs the worker's own user (a root harness)")
+@enforced
+def test_a_fork_bomb_stops_at_the_process_limit_and_leaves_nothing(tmp_path: Path) -> None:
+    """Processes that stop themselves and stay, started while the candidate is built. No memory limit here, so
+    that no watch stops it first: RLIMIT_NPROC of the worker's own user does, and they all die with the worker."""
+    from kforge.verify.worker_user import DEFAULT_BASE
+
+    reason = judged(render(tmp_path, "spawn_until_refused", MOST=10_000), memory_mb=None)
+    started = re.search(r"started (\d+) processes, then error 11", reason)  # EAGAIN
+    assert started and 3000 < int(started.group(1)) < 4096, reason
+    deadline = time.monotonic() + 60  # killed at once, but thousands of exits take the kernel a few seconds
+    while (left := [process.pid for process in psutil.process_iter(["uids", "cmdline"])
+                    if process.info["uids"] and process.info["uids"].real > DEFAULT_BASE
+                    and process.info["cmdline"] == ["sh", "-c", "kill -STOP $$"]]):
+        assert time.monotonic() < deadline, f"{len(left)} processes of a worker's user outlived it"
+        time.sleep(0.5)
 
 
 @pytest.mark.slow

@@ -112,15 +112,17 @@ class ArtifactStore:
         return cls(cache / "artifacts")
 
     # ---- worker's directory <-> store -----------------------------------------------------------------------
-    def restore(self, key: str, directory: Path) -> Restored:
+    def restore(self, key: str, directory: Path, owner: tuple[int, int] | None = None) -> Restored:
         """Copy the entry `key` into a worker's `directory`, checking every file's hash as it is read, with its
-        recorded time and mode. A file that fails the check drops the entry and takes back what was copied: the
-        worker then builds as if nothing were stored."""
+        recorded time and mode; folders made and files written are given to `owner` (the worker's user and group,
+        `Worker.owner`), so that its worker may rebuild or add to them. A file that fails the check drops the entry
+        and takes back what was copied: the worker then builds as if nothing were stored."""
         files = self._read_entry(key)
         written: dict[str, tuple[int, int]] = {}
         try:
             for relative, stored in sorted((files or {}).items()):
-                self._copy_out(stored, directory / relative)
+                _make_folders(directory, relative.split("/")[:-1], owner)
+                self._copy_out(stored, directory / relative, owner)
                 written[relative] = (stored.size, stored.mtime_ns)
         except StoreMismatch as mismatch:
             for relative in written:
@@ -242,9 +244,9 @@ class ArtifactStore:
         finally:
             Path(temporary).unlink(missing_ok=True)
 
-    def _copy_out(self, stored: StoredFile, target: Path) -> None:
-        """Copy one stored file to `target` (replacing what is there), checking its hash on the bytes copied;
-        StoreMismatch, with the damaged object removed, when they do not match."""
+    def _copy_out(self, stored: StoredFile, target: Path, owner: tuple[int, int] | None = None) -> None:
+        """Copy one stored file to `target` (replacing what is there; given to `owner` where one is named), checking
+        its hash on the bytes copied; StoreMismatch, with the damaged object removed, when they do not match."""
         source = self._object_path(stored.sha256)
         try:
             descriptor = os.open(source, _OPEN_FILE)
@@ -260,6 +262,8 @@ class ArtifactStore:
                     raise StoreMismatch(f"{target.name}: its stored copy changed size on disk")
                 digest = hashlib.sha256()
                 out_descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+                if owner is not None:
+                    os.fchown(out_descriptor, *owner)
                 with os.fdopen(out_descriptor, "wb") as out:
                     while chunk := stream.read(_CHUNK):
                         digest.update(chunk)
@@ -273,6 +277,21 @@ class ArtifactStore:
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
+
+
+def _make_folders(directory: Path, parts: list[str], owner: tuple[int, int] | None) -> None:
+    """The folders `parts` beneath `directory`, one inside the next; those made here are given to `owner`. (Before
+    its candidate loads, a worker's directory holds only what its own code and the harness put there.)"""
+    directory.mkdir(parents=True, exist_ok=True)
+    folder = directory
+    for part in parts:
+        folder = folder / part
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        if owner is not None:
+            os.chown(folder, *owner, follow_symlinks=False)
 
 
 def _kept(relative: str) -> bool:

@@ -2,11 +2,15 @@
 candidate code (see worker_start.py), so that they hold for everything the candidate does, in any thread, and
 for every program it or its build starts.
 
-Four tools, each used where the kernel offers it, in this order:
+These tools, each used where the kernel offers it, in this order:
 - namespaces of its own (as root, or through a user namespace where those are allowed): a network namespace,
   with nothing to reach, not even the host's loopback; a process namespace with /proc mounted for it, where the
   worker sees only its own processes and every process it starts dies with it;
-- every capability dropped, bounding set included, so that a worker run as root is an ordinary process;
+- a user of its own where the harness is root (verify/worker_user.py), so that it owns nothing outside the
+  worker; otherwise it stays the harness's user;
+- every capability dropped, bounding set included;
+- resource limits: processes (where they count the worker's alone) and CPU time; the file-size limit the harness
+  set is reported with them;
 - Landlock: files (read, write, execute, device ioctls) only beneath the plan's paths, TCP bind and connect
   refused, abstract Unix sockets and signals scoped to the worker's own processes; Landlock also refuses
   ptrace-mode access (another process's environment, memory, descriptors) to any process outside the domain;
@@ -18,15 +22,19 @@ silently. This module imports only the standard library and the two small bindin
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
 import os
+import resource
 import signal
 import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kforge.verify import worker_user
 
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
@@ -47,6 +55,10 @@ _PR_CAPBSET_DROP = 24
 _CAPABILITY_VERSION_3 = 0x20080522
 _SYS_CAPSET_BY_MACHINE = {"x86_64": 126, "aarch64": 91}  # capset(2) has no libc wrapper
 _MAX_FAMILY = 64  # above every address family Linux defines (AF_MAX is 46)
+_CAP_CHOWN, _CAP_SETGID, _CAP_SETUID, _CAP_SYS_ADMIN = 0, 6, 7, 21
+# Since 5.14 the kernel counts RLIMIT_NPROC per user namespace, so a worker in a namespace of its own counts its
+# own processes, not every process of the harness's user.
+_NPROC_PER_NAMESPACE = (5, 14)
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,15 @@ class Confinement:
     allowed_socket_families: tuple[str, ...] = ()
     network_namespace: bool = True
     process_namespace: bool = True
+    # The user a worker started as root becomes (verify/worker_user.py): user_id + its process id, or user_id
+    # itself where not `user_per_process` (the reference's workers). None keeps uid 0, and `user_refused` says
+    # why (empty where the harness is not root).
+    user_id: int | None = None
+    user_per_process: bool = True
+    user_refused: str = ""
+    own: tuple[str, ...] = ()  # what a worker started as root takes before it switches: its directory, its caches
+    processes: int = 0  # RLIMIT_NPROC, where it counts the worker's processes alone; 0: none
+    cpu_seconds: int = 0  # RLIMIT_CPU of each process; 0: none
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -102,12 +123,17 @@ class ConfinementReport:
 
 
 def apply(plan: Confinement) -> ConfinementReport:
-    """Confine the calling process (single-threaded, before torch is imported) by `plan`."""
+    """Confine the calling process (single-threaded, before torch is imported) by `plan`. Every layer leaves one
+    line, in `enforced` or in `missing`."""
     report = ConfinementReport()
+    pid = os.getpid()  # as the harness sees it, before a process namespace renumbers the worker
     # Loaded first: finding libseccomp runs ldconfig, which Landlock would refuse to start.
     seccomp = _seccomp_binding(report)
-    _namespaces(plan, report)
+    namespaces = _namespaces(plan, report)
+    _drop_bounding_set()  # while CAP_SETPCAP is there: leaving uid 0 takes it
+    processes = _unprivileged_user(plan, pid, namespaces, report)
     _drop_capabilities(report)
+    _limits(plan, processes, report)
     _landlock(plan, report)
     if seccomp is not None:
         _seccomp(plan, report, seccomp)
@@ -134,26 +160,34 @@ def probe() -> list[str]:
 
 
 # ---- namespaces ---------------------------------------------------------------------------------------------
-def _namespaces(plan: Confinement, report: ConfinementReport) -> None:
+@dataclass(frozen=True)
+class _Namespaces:
+    flags: int  # the CLONE_NEW* flags unshare granted
+    private_mounts: bool  # a mount namespace of the worker's own, whose mounts reach no other
+
+
+def _namespaces(plan: Confinement, report: ConfinementReport) -> _Namespaces:
     """A network namespace and a process namespace of the worker's own, as far as the system allows: as root
     directly, otherwise inside a user namespace that maps the worker's ids to themselves."""
     wanted = (_CLONE_NEWNET if plan.network_namespace else 0) | (
         _CLONE_NEWPID | _CLONE_NEWNS if plan.process_namespace else 0)
-    if not wanted:
-        return
-    got = next((flags for flags in _namespace_attempts(wanted) if _unshare(flags, report)), 0)
-    if wanted & _CLONE_NEWNET:
-        if got & _CLONE_NEWNET:
-            report.enforced.append("network namespace")
-        else:
-            report.missing.append("network namespace: refused by the system (seccomp and Landlock still refuse "
-                                  "the network)")
-    if wanted & _CLONE_NEWPID:
-        if got & _CLONE_NEWPID:
-            _become_first_process(report)
-        else:
-            report.missing.append("process namespace: refused by the system (Landlock still guards the other "
-                                  "processes' files, but their list and command lines show in /proc)")
+    got = next((flags for flags in _namespace_attempts(wanted) if _unshare(flags, report)), 0) if wanted else 0
+    if not plan.network_namespace:
+        report.missing.append("network namespace: switched off in sandbox.toml")
+    elif got & _CLONE_NEWNET:
+        report.enforced.append("network namespace")
+    else:
+        report.missing.append("network namespace: refused by the system (seccomp and Landlock still refuse "
+                              "the network)")
+    private = False
+    if not plan.process_namespace:
+        report.missing.append("process namespace: switched off in sandbox.toml")
+    elif got & _CLONE_NEWPID:
+        private = _become_first_process(report)
+    else:
+        report.missing.append("process namespace: refused by the system (Landlock still guards the other "
+                              "processes' files, but their list and command lines show in /proc)")
+    return _Namespaces(got, private)
 
 
 def _namespace_attempts(wanted: int) -> list[int]:
@@ -180,10 +214,10 @@ def _unshare(flags: int, report: ConfinementReport) -> bool:
     return True
 
 
-def _become_first_process(report: ConfinementReport) -> None:
+def _become_first_process(report: ConfinementReport) -> bool:
     """Fork into the new process namespace: the child goes on as its first process (and every process it starts
     dies with it); this process only waits, and ends as the child ends. /proc is mounted afresh for the
-    namespace, so that it lists the worker's own processes only."""
+    namespace, so that it lists the worker's own processes only. Whether the mount namespace is private."""
     child = os.fork()
     if child:
         _mirror_exit(child)
@@ -192,9 +226,10 @@ def _become_first_process(report: ConfinementReport) -> None:
     private = libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
     if private and libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0:
         report.enforced.append("process namespace")
-        return
+        return True
     report.missing.append(f"process namespace: /proc could not be mounted for it ({os.strerror(ctypes.get_errno())};"
                           " the other processes' list shows in /proc)")
+    return private
 
 
 def _mirror_exit(child: int) -> None:
@@ -213,6 +248,78 @@ def _mirror_exit(child: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
+# ---- the worker's user ------------------------------------------------------------------------------------
+def _unprivileged_user(plan: Confinement, pid: int, namespaces: _Namespaces,
+                       report: ConfinementReport) -> tuple[bool, str]:
+    """Where the harness is root, leave uid 0 for the worker's own user (verify/worker_user.py); elsewhere stay the
+    harness's user. One line either way. Returns whether RLIMIT_NPROC would count the worker's processes alone
+    (the kernel never applies it to uid 0), and why not, or what it counts besides."""
+    if os.getuid() != 0:
+        report.enforced.append(f"unprivileged user (uid {os.getuid()}, the harness's own)")
+        if not namespaces.flags & _CLONE_NEWUSER:
+            return False, "no user namespace of its own: the limit would count every process of the harness's user"
+        if _kernel() < _NPROC_PER_NAMESPACE:
+            return False, f"kernel {os.uname().release[:40]} counts it for the harness's user, not per namespace"
+        return True, ""
+    exempt = "uid 0 is exempt from it"
+    if plan.user_id is None:
+        report.missing.append(f"unprivileged user: {plan.user_refused or 'none planned'}; the worker stays uid 0 "
+                              "without capabilities")
+        _give_back(plan.own)
+        return False, exempt
+    uid = worker_user.worker_id(plan.user_id, plan.user_per_process, pid)
+    refusal = _switch_refusal(plan, uid, namespaces)
+    if refusal:
+        report.missing.append(f"unprivileged user: {refusal}; the worker stays uid 0 without capabilities")
+        _give_back(plan.own)
+        return False, exempt
+    try:
+        worker_user.take_ownership(plan.own, uid, uid)
+        for folder in _closed(plan, uid):
+            worker_user.make_passable(folder)
+        worker_user.switch(uid, uid, worker_user.device_groups(plan.devices))
+    except OSError as exc:
+        if os.getuid() == 0:
+            _give_back(plan.own)
+        report.missing.append(f"unprivileged user: becoming uid {uid} failed ({str(exc)[:200]})")
+        return os.getuid() != 0, "" if os.getuid() != 0 else exempt
+    report.enforced.append(f"unprivileged user (uid {uid})")
+    return True, "" if plan.user_per_process else "the reference's workers together"
+
+
+def _switch_refusal(plan: Confinement, uid: int, namespaces: _Namespaces) -> str:
+    """Why a root worker cannot become `uid` here, checked before anything changes; empty when it can."""
+    lacking = [name for cap, name in ((_CAP_CHOWN, "CAP_CHOWN"), (_CAP_SETUID, "CAP_SETUID"),
+                                      (_CAP_SETGID, "CAP_SETGID")) if not _effective(cap)]
+    if lacking:
+        return f"the worker was started without {', '.join(lacking)}"
+    closed = _closed(plan, uid)
+    if closed and not (namespaces.private_mounts and _effective(_CAP_SYS_ADMIN)):
+        return (f"uid {uid} could not pass {closed[0][:150]} (a folder closed to other users) and the worker has no "
+                "mount namespace of its own to open a way")
+    return ""
+
+
+def _closed(plan: Confinement, uid: int) -> list[str]:
+    """The folders on the way to the plan's paths that `uid` could not pass (its own folders it takes first)."""
+    paths = [path for path in (*plan.read, *plan.write, *plan.devices, *plan.execute)
+             if not path.startswith("/proc/self")]
+    groups = worker_user.device_groups(plan.devices)
+    return [folder for folder in worker_user.closed_folders(paths, uid, groups) if folder not in plan.own]
+
+
+def _give_back(paths: tuple[str, ...]) -> None:
+    """A worker that stays uid 0 takes back for root what an earlier worker's user owned (the reference's caches):
+    without its capabilities, root may write only what it owns."""
+    with contextlib.suppress(OSError):  # what it cannot write shows as the failure of whatever needed it
+        worker_user.take_ownership(paths, 0, 0)
+
+
+def _kernel() -> tuple[int, int]:
+    major, minor, *_ = [*(int(part) for part in os.uname().release.split(".")[:2] if part.isdigit()), 0, 0]
+    return major, minor
+
+
 # ---- capabilities -------------------------------------------------------------------------------------------
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -222,33 +329,92 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def _drop_capabilities(report: ConfinementReport) -> None:
-    """Empty the bounding set (no program started later regains a capability) and every set of this process."""
-    if not _has_capabilities():
+def _drop_bounding_set() -> None:
+    """Empty the bounding set, so that no program started later regains a capability. Done first: it needs
+    CAP_SETPCAP, which a worker leaving uid 0 loses."""
+    if not _capability_sets().get("CapBnd"):
         return
     libc = ctypes.CDLL(None, use_errno=True)
-    number = _SYS_CAPSET_BY_MACHINE.get(os.uname().machine)
-    if number is None:
-        report.missing.append(f"capabilities: not dropped on {os.uname().machine}")
-        return
     for cap in range(64):  # past the kernel's last capability, prctl answers EINVAL: harmless
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
-    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()
-    if libc.syscall(number, ctypes.byref(header), data) != 0:
-        report.missing.append(f"capabilities: could not drop them ({os.strerror(ctypes.get_errno())})")
+
+
+def _drop_capabilities(report: ConfinementReport) -> None:
+    """Empty every set of this process (leaving uid 0 emptied the permitted and effective ones already), and check
+    that none is left."""
+    if any(_capability_sets().values()):
+        number = _SYS_CAPSET_BY_MACHINE.get(os.uname().machine)
+        if number is None:
+            report.missing.append(f"capabilities: not dropped on {os.uname().machine}")
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+        data = (_CapData * 2)()
+        if libc.syscall(number, ctypes.byref(header), data) != 0:
+            report.missing.append(f"capabilities: could not drop them ({os.strerror(ctypes.get_errno())})")
+            return
+    left = sorted(name for name, value in _capability_sets().items() if value)
+    if left:
+        report.missing.append(f"capabilities: {', '.join(left)} still held")
         return
     report.enforced.append("no capabilities")
 
 
-def _has_capabilities() -> bool:
+def _capability_sets() -> dict[str, int]:
+    """This process's capability sets, by their names in /proc/self/status (CapInh, CapPrm, CapEff, CapBnd,
+    CapAmb); where it cannot be read, every set full for root and empty for anyone else."""
+    names = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
     try:
+        found = {}
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(("CapEff:", "CapPrm:", "CapBnd:")) and int(line.split()[1], 16):
-                return True
+            name, _, value = line.partition(":")
+            if name in names:
+                found[name] = int(value.strip(), 16)
+        return found
     except (OSError, ValueError):
-        return os.geteuid() == 0
-    return False
+        return dict.fromkeys(names, (1 << 41) - 1 if os.geteuid() == 0 else 0)
+
+
+def _effective(cap: int) -> bool:
+    return bool(_capability_sets().get("CapEff", 0) >> cap & 1)
+
+
+# ---- resource limits ----------------------------------------------------------------------------------------
+def _limits(plan: Confinement, processes: tuple[bool, str], report: ConfinementReport) -> None:
+    """RLIMIT_NPROC (where it counts the worker's processes alone: `processes`, from _unprivileged_user) and
+    RLIMIT_CPU, set here; RLIMIT_FSIZE and RLIMIT_AS, which the harness set before the worker started
+    (verify/sandbox.py), reported with them. Memory itself the harness watches from outside."""
+    held = []
+    size = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    if size == resource.RLIM_INFINITY:
+        report.missing.append("file size: not limited (no memory limit was asked for)")
+    else:
+        held.append(f"files up to {size >> 20} MiB")
+    space = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if space != resource.RLIM_INFINITY:
+        held.append(f"address space {space >> 20} MiB")
+    counted, note = processes
+    if not plan.processes:
+        report.missing.append("process count: not limited (sandbox.toml sets none)")
+    elif not counted:
+        report.missing.append(f"process count: not limited ({note})")
+    else:
+        held.append(f"{_lower(resource.RLIMIT_NPROC, plan.processes)} processes" + (f" ({note})" if note else ""))
+    if plan.cpu_seconds:
+        held.append(f"{_lower(resource.RLIMIT_CPU, plan.cpu_seconds)} s of CPU time a process")
+    else:
+        report.missing.append("CPU time: not limited (sandbox.toml sets none)")
+    if held:
+        report.enforced.append("limits: " + ", ".join(held))
+
+
+def _lower(which: int, value: int) -> int:
+    """Set the limit `which` to `value`, or keep a lower one already set; the limit now held."""
+    hard = resource.getrlimit(which)[1]
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+    return value
 
 
 # ---- Landlock ----------------------------------------------------------------------------------------------

@@ -394,7 +394,7 @@ class _Evaluation:
         into the worker's directory before the candidate loads; a stored file that fails the check costs a
         build, with a warning."""
         try:
-            self.restored = self.store.restore(artifact_key(self.ctx.candidate.source), worker.directory)
+            self.restored = self.store.restore(artifact_key(self.ctx.candidate.source), worker.directory, worker.owner)
         except OSError as exc:
             self.warnings.append(f"the build store could not be read ({exc.strerror}); the candidate was built again")
             return

@@ -70,7 +70,7 @@ def prebuild(solution: Path | str, environment: dict[str, str], cache: Path, pol
     worker = Worker(None, Limits(memory_mb=_BUILD_MEMORY_MB, limit_address_space=False), environment)
     try:
         worker.start(_START_S)
-        restored = store.restore(key, worker.directory)
+        restored = store.restore(key, worker.directory, worker.owner)
         copy = worker.hand_over("solution.py", source)
         reply = worker.request(BuildRequest(solution=str(copy)), BuildReply, timeout_s)
     except (WorkerFailure, MalformedReply) as failure:

@@ -3,7 +3,8 @@
 What a worker gets: its own session (so the whole process group can be killed), its own temporary
 directory as working directory and HOME, an address-space limit where the platform allows one, no core
 dumps, and an environment reduced to an allowlist with anything that looks like a secret removed. The
-harness watches the worker's resident memory as well, and kills it on a wall-clock deadline.
+harness watches the worker's memory as well (its resident memory and the files of its directory, which lives in
+RAM: verify/worker_memory.py), and kills it on a wall-clock deadline.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-import psutil
 from pydantic import BaseModel
 
 import kforge
+from kforge.verify import worker_memory
 from kforge.verify.forkserver import ForkedProcess, ForkServer, ForkServerError
 from kforge.verify.protocol import Failure, Greeting, MalformedReply, ReplyT, read_reply
 from kforge.verify.sandbox_rules import confinement_for, worker_search_path
@@ -148,7 +149,8 @@ class Worker:
         env = scrubbed_environment({**(extra_env or {}), **own}, self.directory)
         builds = self.directory / BUILDS if cache_dir is None else cache_dir
         plan = self.path("confinement.json")
-        plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env).to_json())
+        plan.write_text(confinement_for(self.directory, writable_caches(cache_dir, env), env,
+                                        trusted=cache_dir is not None).to_json())
         self.confinement: dict[str, list[str]] = {}  # what the worker enforced, from its greeting
         read_fd, write_fd = os.pipe()
         self.process: subprocess.Popen[bytes] | ForkedProcess = (
@@ -200,12 +202,20 @@ class Worker:
     def path(self, name: str) -> Path:
         return self.directory / name
 
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        """The user and group a started worker runs as, where they are not the harness's: a worker of a root harness
+        takes its directory for its own user before it leaves uid 0 (verify/worker_user.py), and whatever the
+        harness puts there later is given to that user too. None where the harness's own ids own it."""
+        info = os.fstat(self._directory_fd)
+        return None if (info.st_uid, info.st_gid) == (os.geteuid(), os.getegid()) else (info.st_uid, info.st_gid)
+
     def hand_over(self, name: str, text: str) -> Path:
         """Write `text` into the worker's directory (the only user files the worker may read); its path. Whatever
         the name holds (a link a candidate planted to a user's file) is replaced, never read or written through
         (write_new_file_at); WorkerFailure when it cannot be."""
         try:
-            write_new_file_at(self._directory_fd, name, text.encode())
+            write_new_file_at(self._directory_fd, name, text.encode(), self.owner)
         except OSError as exc:
             raise WorkerFailure("crashed", f"{name} could not be handed over to the worker "
                                            f"({exc.strerror or exc})") from None
@@ -296,17 +306,15 @@ class Worker:
         return line
 
     def _check_memory(self) -> None:
+        """Kill the worker once what it holds, resident or in files of its RAM-backed directory, passes its memory
+        limit (verify/worker_memory.py)."""
         if not self.limits.memory_mb or self.process.poll() is not None:
             return
-        try:
-            root = psutil.Process(self.process.pid)
-            resident = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
-        except psutil.Error:
-            return
-        if resident > self.limits.memory_mb * 1024 * 1024:
+        held = worker_memory.held(self.process.pid, self._directory_fd)
+        if held is not None and held.over(self.limits.memory_mb * 1024 * 1024):
             self.kill()
             raise WorkerFailure("crashed", f"exceeded the memory limit of {self.limits.memory_mb} MiB "
-                                f"(resident {resident >> 20} MiB; the worker was killed)")
+                                f"({held.describe()}; the worker was killed)")
 
     def _death(self) -> WorkerFailure:
         code = self.process.wait(timeout=30)
@@ -532,16 +540,18 @@ def read_file_at(directory_fd: int, name: str, cap: int) -> bytes:
         os.close(fd)
 
 
-def write_new_file_at(directory_fd: int, name: str, data: bytes) -> None:
-    """Put `data` under `name` in the directory `directory_fd`, which a candidate may write, as a new file of the
-    harness's own. Whatever is there is removed without being followed (unlink removes a link, not its target),
-    and the file is created with O_EXCL and O_NOFOLLOW: should something be planted again between the two steps,
-    the creation fails (OSError) rather than write through it."""
+def write_new_file_at(directory_fd: int, name: str, data: bytes, owner: tuple[int, int] | None = None) -> None:
+    """Put `data` under `name` in the directory `directory_fd`, which a candidate may write, as a new file (given
+    to `owner`, the worker's user and group, where one is named). Whatever is there is removed without being
+    followed (unlink removes a link, not its target), and the file is created with O_EXCL and O_NOFOLLOW: should
+    something be planted again between the two steps, the creation fails (OSError) rather than write through it."""
     _check_name(name)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=directory_fd)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOWING, 0o644, dir_fd=directory_fd)
     try:
+        if owner is not None:
+            os.fchown(fd, *owner)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 import kforge
+from kforge.verify import worker_user
 from kforge.verify.confine import CLONE_FLAGS, Confinement, SyscallRule
 
 if sys.version_info >= (3, 11):
@@ -34,15 +35,21 @@ def rules() -> dict[str, object]:
     return tomllib.loads(resources.files("kforge").joinpath("data/sandbox.toml").read_text())
 
 
-def confinement_for(worker: Path, writable: Iterable[Path], environment: Mapping[str, str]) -> Confinement:
+def confinement_for(worker: Path, writable: Iterable[Path], environment: Mapping[str, str],
+                    trusted: bool = False) -> Confinement:
     """The limits of a worker whose own directory is `worker`, which may also write `writable` (created here if
-    missing) and runs with `environment` (its PATH finds the programs the rules name)."""
+    missing) and runs with `environment` (its PATH finds the programs the rules name). A `trusted` worker (the
+    reference's) shares one user with the others of its kind, for the caches they share; any other worker gets
+    a user of its own (verify/worker_user.py)."""
+    writable = list(writable)
     for path in writable:
         path.mkdir(parents=True, exist_ok=True)
     values = {**machine_values(), "worker": [str(worker)], "writable": [str(p) for p in writable]}
     search = environment.get("PATH", os.defpath)
     table = rules()
     network = dict(table.get("network", {}))  # type: ignore[call-overload]
+    limits = dict(table.get("limits", {}))  # type: ignore[call-overload]
+    user_id, refused = worker_user.planned_base()
     return Confinement(
         read=_paths(table, "read", values),
         write=_paths(table, "write", values),
@@ -53,6 +60,13 @@ def confinement_for(worker: Path, writable: Iterable[Path], environment: Mapping
         allowed_socket_families=tuple(network.get("allowed_socket_families", ())),
         network_namespace=bool(network.get("namespace", True)),
         process_namespace=bool(dict(table.get("processes", {})).get("namespace", True)),  # type: ignore[call-overload]
+        user_id=user_id,
+        user_per_process=not trusted,
+        user_refused=refused,
+        own=tuple(os.path.realpath(path) for path in [worker, *writable]),
+        processes=int(limits.get("processes", 0)),
+        # Counted for each process of the worker, over all its threads: a budget of every CPU of the machine.
+        cpu_seconds=int(float(limits.get("cpu_hours", 0)) * 3600 * (os.cpu_count() or 1)),
     )
 
 
