@@ -179,7 +179,7 @@ class _Search:
         evaluation, ctx = self.evaluation, self.ctx
         worker = self.current_worker()
         with contextlib.suppress(OSError):  # a store that cannot be read: the variant builds in the worker
-            evaluation.store.restore(artifact_key(source), worker.directory)
+            evaluation.store.restore(artifact_key(source), worker.directory, worker.owner)
         try:
             solution = worker.hand_over(f"variant-{index}.py", source)
         except WorkerFailure as failure:
