@@ -15,12 +15,15 @@ def _gemm(dtype: str) -> Workload:  # 1024 x 8192 x 8192: far above the ridge
                     min_bytes=size * (2 * 1024 * 8192 + 8192 * 8192), dtype=dtype)
 
 
-def test_a_float32_gemm_on_fma_is_bound_by_the_fp32_peak_and_on_tensor_cores_by_bandwidth_only() -> None:
+def test_a_float32_gemm_on_fma_is_bound_by_the_fp32_peak_and_on_tensor_cores_by_nothing_known() -> None:
     floor = Floor.of(_gemm("float32"), PEAKS)
     assert floor.compute_ms > floor.memory_ms
     assert floor.for_variant({"precision": "ieee"}) == floor.compute_ms
-    # tf32x3 can beat the fp32 FMA peak the floor was measured with: only the bytes bound it.
-    assert floor.for_variant({"precision": "tf32x3"}) == floor.memory_ms
+    # tf32x3 can beat the fp32 FMA peak the floor was measured with: a compute-bound call's floor is unknown...
+    assert floor.for_variant({"precision": "tf32x3"}) is None
+    # ... and a memory-bound call's is the bandwidth's.
+    thin = Floor.of(Workload(flops=1e6, flops_method="flop_counter", min_bytes=1 << 30, dtype="float32"), PEAKS)
+    assert thin.for_variant({"precision": "tf32x3"}) == thin.memory_ms
     assert floor.for_variant({}) == floor.compute_ms
 
 

@@ -37,11 +37,12 @@ class Floor:
         return cls(memory_ms=1e3 * workload.min_bytes / peaks.bytes_per_s,
                    compute_ms=1e3 * workload.flops / peaks.flops_per_s, dtype=workload.dtype)
 
-    def for_variant(self, config: Mapping[str, Any]) -> float:
-        """The least time a variant with `config` can take: the compute floor only where the peak is the rate of
-        the units it computes on."""
+    def for_variant(self, config: Mapping[str, Any]) -> float | None:
+        """The least time a variant with `config` can take; None where it is not known: a float32 variant on the
+        tensor cores of a compute-bound call (its rate is not the peak measured, and the bandwidth's floor alone
+        would read as a few percent, however good the variant)."""
         if self.dtype == "float32" and config.get("precision") in _TENSOR_CORE_FP32:
-            return self.memory_ms
+            return self.memory_ms if self.memory_ms >= self.compute_ms else None
         return max(self.memory_ms, self.compute_ms)
 
 
