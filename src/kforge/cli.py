@@ -495,9 +495,10 @@ def suite_command(
 
     Exit status: 0 when every problem has its row (solved or not), 2 for bad input, 130 when interrupted.
     """
+    from kforge.suite.admission import gb
     from kforge.suite.discover import SuiteError, find_problems
     from kforge.suite.ray_pool import RayUnavailable, ray_slots
-    from kforge.suite.runner import LocalSlot, finish, run_suite, slots_for
+    from kforge.suite.runner import LocalSlot, finish, gpu_memory, run_suite, slots_for
     from kforge.suite.task import TaskSpec
     from kforge.verify.evaluate import EvalOptions, TimingSettings
     from kforge.verify.sandbox import SandboxUnavailable
@@ -517,14 +518,20 @@ def suite_command(
                         db=str(db) if db else None, time_budget_s=time_budget, eval_options=options)
 
     try:
-        local = [LocalSlot(slot, out_dir) for slot in slots_for(platform, workers)] if not ray else []
-        runners = ray_slots(ray, workers) if ray else local
+        slots = slots_for(platform, workers) if not ray else []
+        runners = ray_slots(ray, workers) if ray else [LocalSlot(slot, out_dir) for slot in slots]
     except RayUnavailable as exc:
         _bad_input(str(exc), False)
+    memory = gpu_memory(platform, slots)
     err.print(f"suite: {len(problems)} problems, {len(runners)} at once ({', '.join(r.name for r in runners)}), "
               f"results in {out_dir}", markup=False, highlight=False)
+    if memory is not None:
+        err.print("slots sharing a GPU start a problem once its estimated memory fits: "
+                  + ", ".join(f"gpu {gpu} {gb(usable)}" for gpu, usable in memory.usable.items()),
+                  markup=False, highlight=False)
     try:
-        rows = _with_progress(lambda show, line: run_suite(problems, spec, out_dir, runners, show, line))
+        rows = _with_progress(lambda show, line, note: run_suite(problems, spec, out_dir, runners, show, line,
+                                                                 memory, note))
     except KeyboardInterrupt:
         err.print("interrupted: every finished problem is kept; run the same command again to continue",
                   markup=False, highlight=False)
@@ -538,8 +545,8 @@ def suite_command(
 
 
 def _with_progress(run: Any) -> Any:
-    """Call `run(show, line)` with a live view on a terminal (done/total, each slot's problem, ETA), or one line
-    per finished problem otherwise."""
+    """Call `run(show, line, note)` with a live view on a terminal (done/total, each slot's problem, ETA), or one
+    line per finished problem otherwise; `note` prints a line either way."""
     from rich.live import Live
 
     def line(row: Any) -> None:
@@ -547,8 +554,11 @@ def _with_progress(run: Any) -> Any:
         err.print(f"{row.problem}: {row.status}{speedup} ({row.wall_s:.0f} s)", markup=False, highlight=False,
                   soft_wrap=True)
 
+    def note(text: str) -> None:
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
+
     if not err.is_terminal:
-        return run(None, line)
+        return run(None, line, note)
     with Live(console=err, refresh_per_second=2, transient=True) as live:
         def show(progress: Any) -> None:
             with progress.lock:
@@ -558,7 +568,8 @@ def _with_progress(run: Any) -> Any:
                 rows += [f"  {slot}: {text}" for slot, text in sorted(progress.running.items())]
             live.update("\n".join(rows))
 
-        return run(show, lambda row: live.console.print(f"{row.problem}: {row.status}", markup=False, highlight=False))
+        return run(show, lambda row: live.console.print(f"{row.problem}: {row.status}", markup=False, highlight=False),
+                   lambda text: live.console.print(text, markup=False, highlight=False, soft_wrap=True))
 
 
 @app.command("targets", cls=_Command, short_help="List platforms and languages: device here, where verified.")

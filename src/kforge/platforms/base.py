@@ -56,6 +56,12 @@ class Platform(ABC):
         """How many of its devices this process sees (1 for a platform of one device, when present)."""
         return 1 if cls.is_available() else 0
 
+    @classmethod
+    def device_memory(cls, index: int) -> int | None:
+        """Bytes of memory on this process's `index`th device, read without creating a context on it; None where
+        the platform cannot tell (the CPU, and MPS, whose memory is the host's)."""
+        return None
+
     @property
     @abstractmethod
     def device(self) -> torch.device:

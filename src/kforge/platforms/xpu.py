@@ -90,6 +90,10 @@ class XpuPlatform(EventTimedPlatform):
     def device_count(cls) -> int:
         return torch.xpu.device_count() if cls.is_available() else 0
 
+    @classmethod
+    def device_memory(cls, index: int) -> int | None:
+        return int(torch.xpu.get_device_properties(index).total_memory) if cls.is_available() else None
+
     @property
     def device(self) -> torch.device:
         return torch.device("xpu", self._index)

@@ -72,6 +72,7 @@ class RaySlot:
     def __init__(self, ray: Any, gpus: int) -> None:
         self.ray = ray
         self.gpus = gpus
+        self.gpu: str | None = None  # Ray gives each actor a GPU of its own: nothing to admit by memory
         self.actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1)(_TaskActor).remote()
         self.name = ray.get(self.actor.where.remote())
 

@@ -49,6 +49,7 @@ class SuiteRow(BaseModel):
     run_id: int | None = None  # the optimize run in the store (none when judging given solutions)
     device: str | None = None  # where it ran (CUDA_VISIBLE_DEVICES, or the Ray node and GPU)
     tries: int = 1  # 2 when its first worker was lost and it ran again
+    memory_gb: float | None = None  # its estimated GPU memory, where its slot shared a GPU (suite/memory.py)
 
     @property
     def correct(self) -> bool:

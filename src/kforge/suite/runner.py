@@ -3,21 +3,26 @@ GPU platform (the task sees only its GPU), or `workers` on a CPU, the cores shar
 a task process of its own (`task_process.py`) that runs its tasks one after another. A finished task's row is
 appended at once; a task whose process dies is run once more (in a fresh process), then recorded with the
 reason. Re-running the same command continues. Task processes die with the suite (a suite killed with SIGKILL
-leaves none running on).
+leaves none running on). Slots that share a GPU start a problem there only once its estimated memory fits beside
+what runs there (`admission.py`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from kforge.suite.admission import GpuMemory
 from kforge.suite.discover import FoundProblem
+from kforge.suite.memory import GB, Estimate
 from kforge.suite.results import ResultsFile, SuiteRow, Summary, summarize, write_summary
 from kforge.suite.task import TaskSpec
 from kforge.suite.task_process import TaskProcess, TaskProcessClosed
@@ -52,6 +57,7 @@ class SuiteProgress:
 class Slot:
     name: str  # "cpu 1", "gpu 0"
     environment: dict[str, str]
+    gpu: str | None = None  # the device it is pinned to, as the platform's variable names it
 
 
 def slots_for(platform: str, workers: int | None) -> list[Slot]:
@@ -73,13 +79,32 @@ def slots_for(platform: str, workers: int | None) -> list[Slot]:
             environment = {variable: gpu} if variable else {}
             if count > len(gpus):
                 environment[LOCK_ENV] = str(locks / f"{device.name}-{gpu}.lock")
-            slots.append(Slot(f"gpu {gpu}" + (f" slot {turn + 1}" if turn else ""), environment))
+            slots.append(Slot(f"gpu {gpu}" + (f" slot {turn + 1}" if turn else ""), environment, gpu))
         return slots
     count = max(1, workers or 1)
     environment = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // count))}
     if count > 1:
         environment[LOCK_ENV] = str(locks / "cpu.lock")
     return [Slot(f"cpu {index}", environment) for index in range(count)]
+
+
+def gpu_memory(platform: str, slots: list[Slot]) -> GpuMemory | None:
+    """Memory admission for the GPUs that several of `slots` share; None where none is shared (one slot per GPU,
+    the CPU) or no shared GPU's memory can be read: then every slot takes its next problem as soon as it is free."""
+    device = _device_platform(platform)
+    if device is None:
+        return None
+    gpus = _visible_devices(device)
+    slots_on = Counter(slot.gpu for slot in slots if slot.gpu is not None)
+    total: dict[str, int] = {}
+    for gpu in [gpu for gpu in gpus if slots_on[gpu] > 1]:
+        try:
+            size = device.device_memory(gpus.index(gpu))  # its position: the index this process knows it by
+        except Exception:  # a device that does not answer is left unadmitted, as before
+            size = None
+        if size:
+            total[gpu] = size
+    return GpuMemory(total) if total else None
 
 
 class SlotLost(Exception):
@@ -90,6 +115,7 @@ class SlotRunner(Protocol):
     """Where one task at a time runs: a local slot, or a Ray actor."""
 
     name: str
+    gpu: str | None  # the GPU it shares with other slots, where that is known: admission by memory applies there
 
     def run(self, spec: TaskSpec, show: Callable[[str], None]) -> SuiteRow:
         """The task's row; SlotLost when the slot died under it."""
@@ -110,6 +136,7 @@ class LocalSlot:
     def __init__(self, slot: Slot, out: Path) -> None:
         self.slot = slot
         self.name = slot.name
+        self.gpu = slot.gpu
         self.logs = out / "logs"
         self.tasks = TaskProcess(slot.environment, self.logs / f"slot {slot.name}.log".replace(" ", "-"))
 
@@ -130,9 +157,12 @@ def log_name(problem: str) -> str:
 
 def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], TaskSpec], out: Path,
               runners: list[SlotRunner], on_progress: Callable[[SuiteProgress], None] | None = None,
-              on_row: Callable[[SuiteRow], None] | None = None) -> list[SuiteRow]:
+              on_row: Callable[[SuiteRow], None] | None = None, memory: GpuMemory | None = None,
+              on_note: Callable[[str], None] | None = None) -> list[SuiteRow]:
     """Run every problem not yet in `out/results.jsonl` on `runners` (one task each at a time); returns all rows,
-    old and new, in the problems' order. A problem whose slot is lost is run once more on another."""
+    old and new, in the problems' order. A problem whose slot is lost is run once more on another. With `memory`,
+    a problem starts on a GPU it shares only once it fits there; `on_note` gets a line when it waits for that, or
+    runs alone."""
     results = ResultsFile(out / "results.jsonl")
     done = results.rows()
     pending = [problem for problem in problems if not _finished(done.get(problem.name), problem)]
@@ -153,6 +183,20 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
         if on_row:
             on_row(row)
 
+    def admitted(runner: SlotRunner, problem: FoundProblem,
+                 show: Callable[[str], None]) -> contextlib.AbstractContextManager[Estimate | None]:
+        """Its GPU's memory held for the problem while it runs (waiting until it fits), where slots share it."""
+        if memory is None or runner.gpu is None or not memory.shares(runner.gpu):
+            return contextlib.nullcontext()
+        show("estimating its memory")
+
+        def say(text: str) -> None:
+            show(text)
+            if on_note:
+                on_note(f"{problem.name}: {text}")
+
+        return memory.held(runner.gpu, memory.estimate(problem.path), say)
+
     def work(runner: SlotRunner) -> None:
         current: SlotRunner | None = runner
         while current is not None and (item := next_problem()) is not None:
@@ -164,7 +208,8 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
                     progress.running[slot_name] = f"{name}: {text}"
 
             try:
-                row = current.run(make_spec(problem), show)
+                with admitted(current, problem, show) as estimate:
+                    row = current.run(make_spec(problem), show)
             except TaskProcessClosed:  # the suite is stopping (Ctrl-C): this problem stays to do
                 return
             except SlotLost as lost:
@@ -178,7 +223,10 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
                                     device=slot_name, reason=f"{LOST}: its slot was lost twice ({lost})"), slot_name)
                 current = current.replacement()
                 continue
-            record(row.model_copy(update={"tries": max(row.tries, tries)}), slot_name)
+            needs = estimate.bytes if estimate is not None else None
+            record(row.model_copy(update={"tries": max(row.tries, tries),
+                                          "memory_gb": round(needs / GB, 2) if needs is not None else None}),
+                   slot_name)
 
     threads = [threading.Thread(target=work, args=(runner,), name=f"kforge-suite-{runner.name}", daemon=True)
                for runner in runners]

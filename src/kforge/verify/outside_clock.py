@@ -34,7 +34,7 @@ _BATCH_TARGET_NS = 2_000_000
 _MAX_CALLS_PER_BATCH = 64
 BATCHES_PER_ROUND = 8
 # What the staged inputs and held outputs of one round's batches may take.
-_MAX_BYTES = 1 << 30
+MAX_STAGED_BYTES = 1 << 30
 # The quickest batch may take this much longer a call than the worker's median before the two are called
 # contradictory: it runs warm and unflushed, so an honest kernel's is quicker, not slower; the margin is for a
 # machine that was busier during every batch than during most timed calls. Under the test suite's load on 2 cores,
@@ -63,7 +63,7 @@ def plan_batches(claimed_ns: float, bytes_per_call: int, memory_bytes: int | Non
     """Batches that last about `_BATCH_TARGET_NS` each at the worker's own figure (which the candidate may have
     falsified: a figure too small only buys longer batches, capped), as far as the inputs and outputs of every
     call fit in memory; at least one timed batch of one call."""
-    room = min(_MAX_BYTES, memory_bytes // 4 if memory_bytes else _MAX_BYTES)
+    room = min(MAX_STAGED_BYTES, memory_bytes // 4 if memory_bytes else MAX_STAGED_BYTES)
     sets = max(2, room // max(bytes_per_call, 1))
     wanted = math.ceil(_BATCH_TARGET_NS / max(claimed_ns, 1.0))
     calls = max(1, min(_MAX_CALLS_PER_BATCH, wanted, sets // 2))

@@ -88,6 +88,12 @@ class CudaPlatform(Platform):
         return torch.cuda.device_count() if cls.is_available() else 0
 
     @classmethod
+    def device_memory(cls, index: int) -> int | None:
+        # The device's properties, not torch.cuda.mem_get_info: that would create a context on the GPU (about
+        # 0.5 GB) in the suite's process, held for the whole suite.
+        return int(torch.cuda.get_device_properties(index).total_memory) if cls.is_available() else None
+
+    @classmethod
     def is_available(cls) -> bool:
         """An NVIDIA GPU: torch built for ROCm answers torch.cuda too, and is the rocm platform's."""
         return torch.cuda.is_available() and torch.version.hip is None
