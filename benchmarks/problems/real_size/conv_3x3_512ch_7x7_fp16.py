@@ -1,5 +1,5 @@
 """The last ResNet stage's 3x3 convolution in float16: 512 -> 512 channels on 7x7 maps, batch 128, batch norm (running
-statistics) and ReLU. About 30 GFLOP per call (float16 convolution is slow on a CPU: tens of seconds there).
+statistics) and ReLU. About 30 GFLOP per call (float16 convolution is slow on a CPU: half a minute on 2 cores).
 """
 import torch
 import torch.nn as nn

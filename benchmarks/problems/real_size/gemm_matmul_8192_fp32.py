@@ -1,5 +1,5 @@
 """A plain square fp32 matrix product, 8192 x 8192 by 8192 x 8192: the roofline anchor of the suite, about 1.1 TFLOP
-per call (about half a minute on a 2-core CPU).
+per call.
 """
 import torch
 import torch.nn as nn

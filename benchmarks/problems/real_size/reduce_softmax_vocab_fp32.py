@@ -1,5 +1,5 @@
-"""Softmax over a 32000-word vocabulary for 2048 tokens in fp32 (6.6e7 elements): rows too long for one tile, about
-524 MB moved per call.
+"""Softmax over a 32000-word vocabulary for 2048 tokens in fp32 (6.6e7 elements): long rows of a size that is not a
+power of two, about 524 MB moved per call.
 """
 import torch
 import torch.nn as nn
