@@ -3,8 +3,9 @@
     python benchmarks/engine_real_size.py [--platform cuda] [--language triton] [--time-budget S]
                                           [--timeout S] [PROBLEM.py ...]
 
-Problems: those given, else `benchmarks/problems/real_size/*.py` (GEMMs and a convolution of the sizes a model's
-layers have: tens of GFLOP per call, so the device decides the time, not the host). Each runs as a user would run
+Problems: those given, else `benchmarks/problems/real_size/*.py` (the real-size suite, its README: GEMMs,
+convolutions, attention, norms, reductions, pointwise chains and small networks at the sizes models run, tens of
+GFLOP or hundreds of MB per call, so the device decides the time, not the host). Each runs as a user would run
 it, in a fresh process with a store of its own; the script prints the run's wall time, how many variants the
 search tried and judged (the run's `stopped:` line), and the best's line (judged again at the end, timed in turn
 with eager and torch.compile, with the speedups). Asserts nothing: figures for docs/builtin.md.

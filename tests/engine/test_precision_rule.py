@@ -17,7 +17,7 @@ from tests.conftest import PROBLEMS
 pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
 
 REAL_SIZE = Path(__file__).resolve().parents[2] / "benchmarks" / "problems" / "real_size"
-FLOAT32 = [REAL_SIZE / "linear_bias_gelu_fp32.py", REAL_SIZE / "conv3x3_bias_relu_fp32.py",
+FLOAT32 = [REAL_SIZE / "gemm_linear_bias_gelu_fp32.py", REAL_SIZE / "conv_3x3_bias_relu_fp32.py",
            PROBLEMS / "engine" / "linear_gelu.py"]
 
 
@@ -31,7 +31,8 @@ def test_float32_products_keep_float32_accuracy(path: Path) -> None:
 
 
 def test_half_precision_products_run_in_their_own_dtype() -> None:
-    variants = propose(load_problem(REAL_SIZE / "bmm_scale_bf16.py", check_runs=False), "triton", limit=64).variants
+    problem = load_problem(REAL_SIZE / "gemm_bmm_scale_bf16.py", check_runs=False)
+    variants = propose(problem, "triton", limit=64).variants
     assert {variant.config.get("precision") for variant in variants} == {"default"}
     assert all("input_precision" not in variant.source for variant in variants)
 
