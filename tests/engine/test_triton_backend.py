@@ -422,3 +422,34 @@ def test_a_small_product_is_tiled_to_fill_the_gpu_first() -> None:
     # A large product keeps the tile that is good on most shapes.
     [(large, _)] = variants(_linear_relu(8192), "", limit=1)
     assert (large["BLOCK_M"], large["BLOCK_N"]) == (64, 64)
+
+
+SCALAR_BEFORE_GEMM = '''"""A learned 0-d temperature's exp, computed before the product it scales."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.log_scale = nn.Parameter(torch.tensor(0.5))
+
+    def forward(self, a, b):
+        return self.log_scale.exp() * (a @ b.t())
+
+
+def get_inputs():
+    return [torch.randn(8, 16), torch.randn(12, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_kernel_left_with_a_0d_output_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Partitioned, the 0-d exp is a kernel of its own whose output is a run-time scalar: one line, no KeyError."""
+    path = tmp_path / "scalar_before_gemm.py"
+    path.write_text(SCALAR_BEFORE_GEMM)
+    with pytest.raises(LoweringError, match="a 0-d output"):
+        propose(load_problem(path), "triton", limit=2)

@@ -247,7 +247,12 @@ class Lowering:
         context = self.common(split, {}, f"{what}; every operation after it is a view.")
         context["heavy_kernel"] += kernels
         source = self.env.get_template("_module.py.j2").render(**context)
-        returned = returned or split.python[self.resolve(split, self.output.name)]
+        value = self.resolve(split, self.output.name)
+        if returned is None and value not in split.python:
+            # A kernel whose output is a run-time scalar (a 0-d parameter's exp before a GEMM): nothing to launch
+            # and nothing held in Python. The C++ backend refuses it alike.
+            raise Unsupported("a 0-d output")
+        returned = returned or split.python[value]
         return source.rstrip() + f"\n        return {returned}\n"
 
 
