@@ -235,3 +235,22 @@ def test_a_new_file_replaces_whatever_is_planted_under_its_name(directory: tuple
     for name in ("../solution.py", "", ".."):
         with pytest.raises(ValueError, match="not a plain file name"):
             write_new_file_at(fd, name, b"")
+
+
+def test_an_outputs_file_is_removed_once_read_and_a_link_in_its_place_removes_only_the_link(
+        tmp_path: Path, planted: tuple[Path, str]) -> None:
+    """Read outputs leave the worker's directory (where it lies in RAM they would count against its memory); a
+    link the candidate put under the name is itself removed, never what it names."""
+    path, secret = planted
+    with Worker(None, Limits()) as worker:
+        worker.hand_over("out.pt", "outputs")
+        assert worker.read_file(worker.path("out.pt"), 100) == b"outputs"
+        worker.discard(worker.path("out.pt"))
+        assert not worker.path("out.pt").exists()
+        worker.discard(worker.path("out.pt"))  # gone already: nothing to do
+        worker.path("link.pt").symlink_to(path)
+        worker.discard(worker.path("link.pt"))
+        assert not worker.path("link.pt").is_symlink()
+        with pytest.raises(ValueError):
+            worker.discard(tmp_path / "elsewhere.pt")
+    assert path.read_text() == secret + "\n"

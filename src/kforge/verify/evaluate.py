@@ -661,7 +661,9 @@ class _Evaluation:
         """The outputs file `path` the worker wrote, read without following anything the candidate may have put
         under its name (Worker.read_file) and parsed from the bytes read; a verdict when it cannot be."""
         try:
-            record = tensors.load(worker.read_file(path, self.output_file_cap))
+            data = worker.read_file(path, self.output_file_cap)
+            worker.discard(path)
+            record = tensors.load(data)
         except FileNotFoundError:
             raise _Failed(Outcome.CRASHED, "the worker wrote no output file") from None
         except UnsafeFile as exc:

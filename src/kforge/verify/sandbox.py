@@ -229,6 +229,15 @@ class Worker:
             raise ValueError(f"{path} is not a file of the worker's directory {self.directory}")
         return read_file_at(self._directory_fd, path.name, cap)
 
+    def discard(self, path: Path) -> None:
+        """Remove a file of the worker's directory once read (the name itself, never what a link names): outputs
+        left there would count against the worker's memory where its directory is in RAM."""
+        if path.parent != self.directory:
+            raise ValueError(f"{path} is not a file of the worker's directory {self.directory}")
+        _check_name(path.name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path.name, dir_fd=self._directory_fd)
+
     def start(self, timeout_s: float) -> None:
         """Wait for the worker's greeting (imports take a few seconds); WorkerFailure when there is none."""
         try:
