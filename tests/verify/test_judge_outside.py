@@ -58,7 +58,9 @@ def test_a_reply_pushed_ahead_of_the_workers_own_is_rejected() -> None:
     # The forged answer to `load` fits, but then the worker's own answer is one line too many.
     verdict = judge("forged_load_reply")
     assert verdict.verdict == Outcome.REJECTED and verdict.rule == "dynamic.protocol", verdict.reason
-    assert "nobody asked for" in verdict.reason
+    # Seen before the next request goes out, it is a line nobody asked for; on a loaded machine the worker's own
+    # line may come only after that request was sent, and is then read as its answer, which does not fit.
+    assert "nobody asked for" in verdict.reason or "did not fit the protocol" in verdict.reason, verdict.reason
 
 
 @pytest.mark.parametrize("platform", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
