@@ -240,15 +240,20 @@ def _searcher(problem: Problem, options: EvalOptions, language: str,
 
 def _cost_model(problem: Problem, options: EvalOptions) -> CostModel:
     """The search's cost model: the reference's FLOPs and minimum bytes (counted here, on the trusted reference)
-    against the device's measured peaks (profiling/peaks.py, measured once per machine and cached)."""
+    against the device's measured peaks (profiling/peaks.py, measured once per machine and cached). Advice only: a
+    reference that cannot be counted leaves the search without floors, in the backend's order."""
     platform = get_platform(options.platform)
-    model = problem.make_model(options.seed).to(platform.device)
-    workload = measure_workload(model, problem.inputs(options.seed, device=platform.device))
-    del model
-    peaks = measure_peaks(platform, dtype=getattr(torch, workload.dtype, torch.float32), cache_dir=options.cache_dir)
     device = platform.device
     tensor_cores = device.type == "cuda" and torch.version.hip is None and \
         torch.cuda.get_device_capability(device) >= (8, 0)
+    try:
+        model = problem.make_model(options.seed).to(device)
+        workload = measure_workload(model, problem.inputs(options.seed, device=device))
+        del model
+        peaks = measure_peaks(platform, dtype=getattr(torch, workload.dtype, torch.float32),
+                              cache_dir=options.cache_dir)
+    except Exception:  # any failure of the count only costs the search its floors
+        return CostModel(None, tensor_cores)
     return CostModel(Floor.of(workload, peaks), tensor_cores)
 
 
