@@ -95,20 +95,8 @@ class WorkerState:
         self.problem = load_problem(request.problem, check_runs=False)
         seed = request.seed
         solution = request.solution
-        if solution is None:
-            model_class = self.problem.model_class
-        else:
-            self.watch.before_candidate()
-            module = self._import_candidate(Path(solution))
-            model_class = getattr(module, "ModelNew", None)
-            if model_class is None:
-                raise RequestFailed("runtime_error", "the solution defines no ModelNew")
-        seed_everything(seed)
-        try:
-            model = model_class(*self.problem.init_inputs())
-            model = model.to(self.platform.device) if isinstance(model, torch.nn.Module) else model
-        except Exception as exc:
-            raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
+        model_class = self.problem.model_class if solution is None else self._candidate_class(Path(solution))
+        model = _built(model_class, self.problem, self.platform, seed)
         if request.compile:
             model = torch.compile(model)
         self.model = self.models[request.role] = model
@@ -150,28 +138,19 @@ class WorkerState:
         problem = self.problem
         builds_before = self.builds.seconds
         _free_memory(platform)  # what the last variant's failure still held
-        self.watch.before_candidate()
-        module = self._import_candidate(Path(request.solution))
-        model_class = getattr(module, "ModelNew", None)
-        if model_class is None:
-            raise RequestFailed("runtime_error", "the solution defines no ModelNew")
+        model_class = self._candidate_class(Path(request.solution))
         self.candidate_loaded = True
         try:
             times = self._try_model(model_class, problem, platform, request)
         finally:
-            del module, model_class
+            del model_class
             _free_memory(platform)
         self._check_tamper()
         return TryReply(build_s=self.builds.seconds - builds_before, times_ns=times)
 
     def _try_model(self, model_class: Any, problem: Problem, platform: Platform, request: TryRequest) -> list[int]:
         """Build a variant's model, hand over its output on the search's inputs, and time it."""
-        seed_everything(request.seed)
-        try:
-            model = model_class(*problem.init_inputs())
-            model = model.to(platform.device) if isinstance(model, torch.nn.Module) else model
-        except Exception as exc:
-            raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
+        model = _built(model_class, problem, platform, request.seed)
 
         def make_inputs(seed: int) -> list[Any]:
             return problem.inputs(seed, device=platform.device)
@@ -282,6 +261,14 @@ class WorkerState:
             raise RequestFailed("runtime_error", "no model loaded")
         return self.problem, self.platform
 
+    def _candidate_class(self, path: Path) -> Any:
+        """The candidate's `ModelNew`, imported (its extensions built) after the tamper snapshot."""
+        self.watch.before_candidate()
+        model_class = getattr(self._import_candidate(path), "ModelNew", None)
+        if model_class is None:
+            raise RequestFailed("runtime_error", "the solution defines no ModelNew")
+        return model_class
+
     def _import_candidate(self, path: Path) -> Any:
         try:
             return import_file(path, "kforge_candidate")
@@ -380,6 +367,16 @@ def _storages(value: Any) -> set[int]:
     if isinstance(value, (tuple, list)):
         return set().union(*(_storages(item) for item in value)) if value else set()
     return set()
+
+
+def _built(model_class: Any, problem: Problem, platform: Platform, seed: int) -> Any:
+    """`model_class(*get_init_inputs())` under `seed`, on the platform's device."""
+    seed_everything(seed)
+    try:
+        model = model_class(*problem.init_inputs())
+        return model.to(platform.device) if isinstance(model, torch.nn.Module) else model
+    except Exception as exc:
+        raise RequestFailed("runtime_error", f"ModelNew(*get_init_inputs()) failed: {_describe(exc)}") from exc
 
 
 def _free_memory(platform: Platform) -> None:
