@@ -136,3 +136,33 @@ def test_a_variant_the_harness_rejects_makes_way_for_the_next(tmp_path: Path) ->
         result = BuiltinRun(store, run.id, "cuda", "triton", judge, search=search).run(PROBLEM)
     # The quickest was rejected; the second is far slower in the search but judged since nothing is correct yet.
     assert len(judged) == 2 and result.best is not None and result.best.source == sources_seen[1]
+
+
+def test_a_resumed_run_reads_its_search_back_and_judges_nothing_twice(tmp_path: Path) -> None:
+    """Under other load a second search could rank another variant first and judge it too: a resumed run reads
+    the first search's ranking back from the store instead."""
+    searches: list[list[str]] = []
+
+    def search(sources: list[str], floors: list[float | None], budget_s: float | None) -> list[Tried]:
+        searches.append(sources)
+        quickest = len(searches) - 1  # each new search finds another variant quickest
+        return [Tried(index, median_ms=0.5 if index == quickest else 5.0, iqr_ms=0.0)
+                for index in range(len(sources))]
+
+    judged: list[str] = []
+
+    def judge(source: str) -> Verdict:
+        judged.append(source)
+        return _timed("cuda", "triton", 1.0)
+
+    said: list[str] = []
+    with Store(tmp_path / "runs.db") as store:
+        run = store.create_run(command="optimize")
+        first = BuiltinRun(store, run.id, "cuda", "triton", judge, search=search).run(PROBLEM)
+        attempts = len(store.attempts_of(run.id))
+        again = BuiltinRun(store, run.id, "cuda", "triton", judge, lambda event: said.append(event.text),
+                           search=search).run(PROBLEM)
+        assert len(store.attempts_of(run.id)) == attempts == 1
+    assert len(searches) == 1 and judged == [searches[0][0]]  # the resumed run's verdict is read back too
+    assert first.best is not None and again.best is not None and again.best.source == first.best.source
+    assert any("read back from the store" in line for line in said)

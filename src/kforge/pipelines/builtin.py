@@ -7,11 +7,14 @@ Elsewhere (Triton in the CPU interpreter, which is not timed), or without a sear
 the variants through the harness, a new best kept only when it is faster beyond noise.
 
 Every variant judged is recorded in the store as an attempt (`made_by="builtin"`) before it is judged, and its
-verdict as soon as it is known; a resumed run finds both there and judges nothing twice.
+verdict as soon as it is known; what a search found is kept there too. A resumed run finds all three, reads the
+search's ranking back rather than searching again (under other load another variant could come first), and judges
+nothing twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -121,9 +124,16 @@ class BuiltinRun:
         ordered = [unique[index] for index in cost.order([variant.config for variant in unique])]
         sources = [variant.source for variant in ordered]
         labels = {variant.source: variant.label() for variant in ordered}
-        self.compile_ahead(sources)
-        self.say(f"builtin: searching {len(sources)} variants in one worker")
-        tried = self.search(sources, [cost.floor_ms(variant.config) for variant in ordered], settings.budget_s)
+        key = text_hash("\n".join([repr(self.lineage), *map(text_hash, sources)]))
+        kept = self.store.find_search(self.run_id, key)
+        if kept is not None:
+            self.say(f"builtin: the search of these {len(sources)} variants is read back from the store")
+            tried = [Tried(**one) for one in kept]
+        else:
+            self.compile_ahead(sources)
+            self.say(f"builtin: searching {len(sources)} variants in one worker")
+            tried = self.search(sources, [cost.floor_ms(variant.config) for variant in ordered], settings.budget_s)
+            self.store.record_search(self.run_id, key, [dataclasses.asdict(one) for one in tried])
         for one in tried:
             label = labels[sources[one.index]]
             share = f", {one.floor_share:.0%} of its roofline floor" if one.floor_share is not None else ""

@@ -338,6 +338,18 @@ class Store:
         rows = self._all("SELECT * FROM stages WHERE run_id = ? ORDER BY position", (run_id,))
         return [stage_step_from(r) for r in rows]
 
+    # the engine's searches
+
+    def record_search(self, run_id: int, key: str, results: list[dict[str, Any]]) -> None:
+        """Keep what a search found for the variants named by `key` (one dict per variant, JSON-serializable)."""
+        self._insert("INSERT OR REPLACE INTO searches (run_id, key, results_json, created) VALUES (?, ?, ?, ?)",
+                     (run_id, key, _json({"tried": results}), _now()))
+
+    def find_search(self, run_id: int, key: str) -> list[dict[str, Any]] | None:
+        """What `record_search` kept for `key` in this run, or None."""
+        row = self._one("SELECT results_json FROM searches WHERE run_id = ? AND key = ?", (run_id, key))
+        return None if row is None else list(json.loads(row["results_json"])["tried"])
+
     # LLM calls
 
     def record_llm_call(

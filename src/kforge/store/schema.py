@@ -131,6 +131,19 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
     ALTER TABLE runs ADD COLUMN owner_started INTEGER;
     """,
+    # 10: what the engine's search found (verify/search.py), one row per set of variants it tried, so a resumed run
+    # judges the variants the first ranking chose instead of searching again (another ranking, under other load,
+    # could pick another variant and judge work twice).
+    """
+    CREATE TABLE searches (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        results_json TEXT NOT NULL,
+        created TEXT NOT NULL,
+        UNIQUE (run_id, key)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
