@@ -18,7 +18,7 @@ CANDIDATES = TESTS / "candidates"
 EXAMPLES = TESTS.parent / "examples"
 
 # Short timing so the suite stays quick on two cores; the protocol is the same as the default.
-FAST_TIMING = TimingSettings(warmup_ms=20, rep_ms=100, min_reps=5, max_reps=60, rotate=2)
+FAST_TIMING = TimingSettings(warmup_ms=20, rep_ms=100, min_reps=5, max_reps=60, rotate=2, max_rounds=3)
 
 
 def fast_options(**changes: object) -> EvalOptions:

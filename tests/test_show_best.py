@@ -136,3 +136,17 @@ def test_a_run_without_a_platform_is_shown_without_one(tmp_path: Path) -> None:
     [targeted_line] = kforge("show", str(targeted), "--db", db).stdout.splitlines()[:1]
     assert bare_line.startswith("run 1: eval with -") and "None" not in bare_line
     assert targeted_line.startswith("run 2: optimize on cpu/cpp with builtin")
+
+
+def test_a_speedup_is_shown_with_its_interval_and_never_called_faster_when_it_holds_one() -> None:
+    from kforge.reports import best_line
+
+    line = best_line(3, 1.0, 1.9, 1.04, confirmed=True, eager_interval=(1.62, 2.31), compile_interval=(0.97, 1.12))
+    assert "1.90x (1.62-2.31) vs eager, 1.04x (0.97-1.12) vs torch.compile" in line
+    assert "not shown faster than torch.compile" in line and "SLOWER" not in line
+    # Below 1.0 but within noise: neither SLOWER nor faster; wholly below 1.0: SLOWER.
+    even = best_line(3, 1.0, 0.98, None, eager_interval=(0.9, 1.05))
+    assert "SLOWER" not in even and "not shown faster than PyTorch eager" in even
+    assert "SLOWER than PyTorch eager" in best_line(3, 1.0, 0.8, None, eager_interval=(0.75, 0.86))
+    assert "busy machine" in best_line(3, 1.0, 1.5, None, eager_interval=(1.4, 1.6), busy="the machine was busy")
+    assert "busy" not in best_line(3, 1.0, 1.5, None)

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kforge import __version__
+from kforge.verify.ratio import format_speedup, includes_one
 
 if TYPE_CHECKING:
     from kforge.verify.verdict import Verdict
@@ -175,8 +176,10 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g} ms"
 
 
-def _times(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+def _speedup(value: float | None, interval: tuple[float, float] | None) -> str:
+    """`1.90x (1.62-2.31)`, and where the interval holds 1.0 that the candidate is not shown faster."""
+    text = format_speedup(value, interval)
+    return text + ", not shown faster or slower (the interval holds 1.0x)" if includes_one(interval) else text
 
 
 def _print_verdict(verdict: Verdict, problem: Path, solution: Path) -> None:
@@ -194,8 +197,14 @@ def _print_verdict(verdict: Verdict, problem: Path, solution: Path) -> None:
     if verdict.timing:
         spread = f" ± {verdict.timing.iqr_ms / 2:.3g} (IQR/2, {verdict.timing.repeats} runs)"
         table.add_row("candidate", _ms(verdict.runtime_ms) + spread)
-        table.add_row("eager", f"{_ms(verdict.eager_ms)}  speedup {_times(verdict.speedup_vs_eager)}")
-        table.add_row("torch.compile", f"{_ms(verdict.compile_ms)}  speedup {_times(verdict.speedup_vs_compile)}")
+        table.add_row("eager", f"{_ms(verdict.eager_ms)}  speedup "
+                      f"{_speedup(verdict.speedup_vs_eager, verdict.speedup_vs_eager_interval)}")
+        table.add_row("torch.compile", f"{_ms(verdict.compile_ms)}  speedup "
+                      f"{_speedup(verdict.speedup_vs_compile, verdict.speedup_vs_compile_interval)}")
+        if verdict.timing_rounds is not None:
+            table.add_row("rounds", f"{verdict.timing_rounds} (candidate and baselines timed in turn)")
+        if verdict.machine_busy:
+            table.add_row("machine", Text(verdict.machine_busy))
     if verdict.build_s is not None:
         table.add_row("build", f"{verdict.build_s:.1f} s")
     if verdict.eval_s is not None:
@@ -433,7 +442,8 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, budget: An
         err.print(f"the run stopped early; resume with: {resume}", markup=False, highlight=False)
     bar = request.min_speedup
     if bar is not None and (shown.speedup_vs_eager or 0.0) < bar:
-        achieved = "not timed" if shown.speedup_vs_eager is None else f"{shown.speedup_vs_eager:.2f}x"
+        achieved = ("not timed" if shown.speedup_vs_eager is None else
+                    format_speedup(shown.speedup_vs_eager, shown.speedup_vs_eager_interval))
         err.print(f"[bold red]below --min-speedup:[/] the best is {achieved} vs eager, {bar:g}x asked",
                   highlight=False)
         raise typer.Exit(EXIT_NOT_CORRECT)
@@ -550,7 +560,10 @@ def _with_progress(run: Any) -> Any:
     from rich.live import Live
 
     def line(row: Any) -> None:
-        speedup = f" {row.speedup_vs_eager:.2f}x vs eager" if row.speedup_vs_eager else ""
+        speedup = (f" {format_speedup(row.speedup_vs_eager, row.speedup_vs_eager_interval)} vs eager"
+                   if row.speedup_vs_eager else "")
+        if row.machine_busy:
+            speedup += " (busy machine)"
         err.print(f"{row.problem}: {row.status}{speedup} ({row.wall_s:.0f} s)", markup=False, highlight=False,
                   soft_wrap=True)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kforge.reports.fit import Column, Fitted
 from kforge.store import Attempt, Evaluation, Run, Store
+from kforge.verify.ratio import format_speedup, includes_one
 from kforge.verify.verdict import Verdict
 
 
@@ -25,6 +27,10 @@ def run_summary(store: Store, run: Run) -> dict[str, Any]:
         source = confirmed if confirmed is not None and confirmed.correct else best.evaluation
         figures = {"runtime_ms": source.runtime_ms, "speedup_vs_eager": source.speedup_vs_eager,
                    "speedup_vs_compile": source.speedup_vs_compile}
+        if source is confirmed:
+            figures.update(speedup_vs_eager_interval=confirmed.speedup_vs_eager_interval,
+                           speedup_vs_compile_interval=confirmed.speedup_vs_compile_interval,
+                           machine_busy=confirmed.machine_busy)
     return {"run": run.id, "created": run.created.isoformat(timespec="seconds"), "status": run.status,
             "stop_reason": run.stop_reason, "command": run.command, "problem": run.problem_path,
             "platform": run.platform, "language": run.language, "model": run.model,
@@ -131,25 +137,42 @@ def _llm_usage(usage: dict[str, Any]) -> str:
 
 
 def best_line(number: int | None, runtime_ms: float | None, vs_eager: float | None = None,
-              vs_compile: float | None = None, confirmed: bool = False) -> str:
+              vs_compile: float | None = None, confirmed: bool = False, *,
+              eager_interval: Sequence[float] | None = None, compile_interval: Sequence[float] | None = None,
+              busy: str | None = None) -> str:
     """One line for a run's best attempt (`number`: within the run; None: no correct attempt); a correct one that
     was not timed (no timing on its platform) says so. `confirmed`: the figures are those of the best judged again
-    at the run's end (pipelines/confirm.py)."""
+    at the run's end (pipelines/confirm.py), each speedup with its interval where one was measured (`1.90x
+    (1.62-2.31)`). A speedup whose interval holds 1.0 is called neither faster nor slower; `busy` (a verdict's
+    `machine_busy`) adds that the machine was busy."""
     if number is None:
         return "best: none correct"
     line = f"best: attempt {number}, " + ("correct (not timed on this platform)" if runtime_ms is None
                                            else f"{runtime_ms:.4g} ms")
     if vs_eager:
-        line += f", {vs_eager:.2f}x vs eager"
+        line += f", {format_speedup(vs_eager, eager_interval)} vs eager"
     if vs_compile:
-        line += f", {vs_compile:.2f}x vs torch.compile"
+        line += f", {format_speedup(vs_compile, compile_interval)} vs torch.compile"
     if confirmed:
         line += " (judged again at the end, timed in turn with the reference)"
-    slower = [name for name, value in (("PyTorch eager", vs_eager), ("torch.compile", vs_compile))
-              if value is not None and value < 1.0]
+    figures = (("PyTorch eager", vs_eager, eager_interval), ("torch.compile", vs_compile, compile_interval))
+    even = [name for name, value, interval in figures if value is not None and includes_one(interval)]
+    slower = [name for name, value, interval in figures
+              if value is not None and value < 1.0 and not includes_one(interval)]
     if slower:
         line += f"; SLOWER than {' and '.join(slower)}: the baseline is the better choice here"
+    if even:
+        line += f"; not shown faster than {' or '.join(even)}: the interval holds 1.0x"
+    if busy:
+        line += "; timed on a busy machine, so the figures are less sure"
     return line
+
+
+def verdict_best_line(number: int, verdict: Verdict, confirmed: bool = False) -> str:
+    """`best_line` with a verdict's figures, intervals and busy-machine note."""
+    return best_line(number, verdict.runtime_ms, verdict.speedup_vs_eager, verdict.speedup_vs_compile, confirmed,
+                     eager_interval=verdict.speedup_vs_eager_interval,
+                     compile_interval=verdict.speedup_vs_compile_interval, busy=verdict.machine_busy)
 
 
 def confirmation_of(store: Store, run_id: int, attempt_id: int) -> Verdict | None:
@@ -168,8 +191,7 @@ def stored_best_line(store: Store, run_id: int) -> str:
         return best_line(None, None)
     again = confirmation_of(store, run_id, best.attempt.id)
     if again is not None and again.correct:
-        return best_line(best.attempt.number, again.runtime_ms, again.speedup_vs_eager, again.speedup_vs_compile,
-                         confirmed=True)
+        return verdict_best_line(best.attempt.number, again, confirmed=True)
     line = best_line(best.attempt.number, best.evaluation.runtime_ms, best.evaluation.speedup_vs_eager,
                      best.evaluation.speedup_vs_compile)
     if again is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kforge.suite.results import BASELINES, FAST_P, SuiteRow, Summary, fast_p
+from kforge.verify.ratio import format_speedup
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -47,14 +48,12 @@ def table_rows(rows: list[SuiteRow]) -> list[list[str]]:
     def ms(value: float | None) -> str:
         return "-" if value is None else f"{value:.4g}"
 
-    def times(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}x"
-
     def share(value: float | None) -> str:
         return "-" if value is None else f"{value:.0%}"
 
     return [[row.problem, row.status, row.verdict or "-", ms(row.runtime_ms), share(row.spread),
-             times(row.speedup_vs_eager), times(row.speedup_vs_compile), share(row.roofline_share),
+             format_speedup(row.speedup_vs_eager, row.speedup_vs_eager_interval),
+             format_speedup(row.speedup_vs_compile, row.speedup_vs_compile_interval), share(row.roofline_share),
              str(row.attempts), f"{row.wall_s:.0f}", row.rule or "", _one_line(row.reason)] for row in rows]
 
 
@@ -67,7 +66,13 @@ def markdown(rows: list[SuiteRow], summary: Summary) -> str:
              "| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |" for cells in table_rows(rows)]
     lines += ["", "Speedups come from one evaluation that timed each kernel and its baselines in rounds taken in "
-              "turn; spread is the kernel's interquartile range over its median.", ""]
+              "turn, each with its 95% interval in brackets (rounds are added while it is wide); spread is the "
+              "kernel's interquartile range over its median; roofline is left out where the machine was busy or "
+              "the calls were host-bound."]
+    busy = [row.problem for row in rows if row.machine_busy]
+    if busy:
+        lines.append(f"Timed while other work loaded the machine (figures less sure): {', '.join(busy)}.")
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -29,6 +29,7 @@ from kforge.problem import Problem, ProblemError, SolutionError, load_problem
 from kforge.suite.results import SuiteRow
 from kforge.verify.evaluate import EvalOptions, evaluate
 from kforge.verify.sandbox import SandboxUnavailable, kept_pool
+from kforge.verify.timing import HOST_BOUND_WARNING_SHARE
 from kforge.verify.verdict import Verdict
 
 
@@ -120,7 +121,20 @@ def _row_of(base: dict[str, str], verdict: Verdict, problem: Problem, options: E
                     spread=timing.relative_spread if timing else None, eager_ms=verdict.eager_ms,
                     compile_ms=verdict.compile_ms, speedup_vs_eager=verdict.speedup_vs_eager,
                     speedup_vs_compile=verdict.speedup_vs_compile, attempts=attempts,
-                    roofline_share=roofline_share(problem, options, verdict.runtime_ms) if verdict.correct else None)
+                    speedup_vs_eager_interval=verdict.speedup_vs_eager_interval,
+                    speedup_vs_compile_interval=verdict.speedup_vs_compile_interval,
+                    machine_busy=verdict.machine_busy,
+                    roofline_share=roofline_share(problem, options, verdict.runtime_ms) if _roofline_meant(verdict)
+                    else None)
+
+
+def _roofline_meant(verdict: Verdict) -> bool:
+    """Whether a share of the roofline says something of the kernel: not when the machine was busy while it was
+    timed, nor when most of its calls were bound by the host issuing them (the share is then the host's)."""
+    if not verdict.correct or verdict.machine_busy:
+        return False
+    share = verdict.timing.host_bound_share if verdict.timing else None
+    return share is None or share < HOST_BOUND_WARNING_SHARE
 
 
 def roofline_share(problem: Problem, options: EvalOptions, runtime_ms: float | None) -> float | None:

@@ -33,6 +33,7 @@ from kforge.verify import freeze, state, tensors
 from kforge.verify.artifact_store import ArtifactStore, Restored, artifact_key
 from kforge.verify.correctness import Comparison, Tolerance, compare, degenerate_warning, inputs_changed
 from kforge.verify.device_lock import device_lock
+from kforge.verify.machine_load import LoadWatch
 from kforge.verify.ops import reference_ops
 from kforge.verify.outside_clock import BatchReading, outside_disagreement, plan_batches
 from kforge.verify.policy import Policy, judge_dispatched_ops
@@ -55,6 +56,7 @@ from kforge.verify.protocol import (
     TimeReply,
     TimeRequest,
 )
+from kforge.verify.ratio import is_settled, speedup_interval, unsettled_warning
 from kforge.verify.sandbox import (
     SANDBOX_HINT,
     Limits,
@@ -293,6 +295,9 @@ class _Evaluation:
         self.outside_ms: float | None = None
         self.started = time.perf_counter()
         self.restored: Restored | None = None  # what the build store put into the candidate's worker
+        self.rounds_run = 0  # timing rounds taken so far (time_in_rounds)
+        self.intervals: dict[str, tuple[float, float] | None] = {}  # per baseline, the candidate's speedup's
+        self.machine_busy: str | None = None  # LoadReading.line() over the timing rounds
         self.built_state: dict[str, torch.Tensor] = {}  # the reference's buffers as built, before any trial
 
     def run(self) -> Verdict:
@@ -487,6 +492,12 @@ class _Evaluation:
         warning = host_bound_warning(candidate)
         if warning:
             self.warnings.append(warning)
+        for name, interval in self.intervals.items():
+            baseline = timed.get(name)
+            if interval is not None and baseline is not None and not is_settled(interval,
+                                                                                ctx.options.timing.ratio_tolerance):
+                self.warnings.append(unsettled_warning(name, baseline.median_ms / candidate.median_ms, interval,
+                                                       self.rounds_run))
         return self.verdict(Outcome.CORRECT, f"correct on {self.trials_run} trials"
                             f"{' and every input variant' if ctx.problem.variant_count() > 1 else ''}",
                             timing=candidate, eager=timed.get("eager"), compiled=timed.get("compile"))
@@ -509,38 +520,65 @@ class _Evaluation:
     def time_in_rounds(self, series: list[_Series]) -> dict[str, TimingStats | None]:
         """Time every series in `settings.rounds` rounds taken in turn, in the order given (eager, compile,
         candidate, eager, ...); each series' figures are all its rounds' calls together. A slow stretch of the
-        machine then lands on every series rather than on one, and the speedups between them stay put.
+        machine then lands on every series rather than on one, and the speedups between them stay put. Where a
+        candidate is timed beside baselines, rounds are added (up to `settings.max_rounds`) while the interval of
+        a speedup is wider than `settings.ratio_tolerance` either side (verify/ratio.py); the intervals are kept
+        in `self.intervals`, and a line in `self.machine_busy` where other work loaded the machine meanwhile.
 
         A candidate that fails ends the evaluation. A baseline that fails is timed no further and keeps the
         rounds it completed (none: no figure), with a warning; when its failure took the reference's worker
         down, so is every baseline sharing that worker. The candidate's verdict never pays for the reference.
         """
-        ctx = self.ctx
-        rounds = ctx.options.timing.rounds
-        for index in range(rounds):
-            for one in series:
-                if one.stopped:
-                    continue
-                compiles = " (the first run compiles)" if one.name == "compile" and index == 0 else ""
-                ctx.progress(f"timing {one.title}{compiles}, round {index + 1} of {rounds}")
-                try:
-                    with self.candidates_stopped(series, one):
-                        times, bound = self.time(one.worker, one.trusted, index, role=one.name)
-                    if not one.trusted and not one.batches_settled([*one.times, *times]):
-                        one.batches.extend(self.time_batches(one.worker, index, min(times)))
-                except _Failed as failure:
-                    if not one.trusted:
-                        raise
-                    down = [other for other in series if other.worker is one.worker and not other.stopped]
-                    for other in down if not one.worker.alive() else [one]:
-                        other.stopped = True
-                        cause = str(failure) if other is one else f"its worker died with {one.title}"
-                        self.warnings.append(other.baseline_warning(cause, rounds))
-                    continue
-                one.times.extend(times)
-                one.bound.extend(bound)
-                one.rounds_done += 1
+        settings = self.ctx.options.timing
+        watch = LoadWatch().start()
+        for index in range(settings.rounds):
+            self.time_round(series, index, settings.rounds)
+        while self.rounds_run < max(settings.max_rounds, settings.rounds) and not all(
+                is_settled(interval, settings.ratio_tolerance) for interval in self.speedup_intervals(series).values()):
+            self.time_round(series, self.rounds_run, settings.rounds)
+        self.intervals = self.speedup_intervals(series)
+        reading = watch.reading()
+        self.machine_busy = reading.line() if reading is not None else None
         return {one.name: summarize(one.times, one.bound) if one.times else None for one in series}
+
+    def time_round(self, series: list[_Series], index: int, planned: int) -> None:
+        """Round `index` of every series still timed, in turn (`planned`: the rounds asked for, for progress)."""
+        ctx = self.ctx
+        of = f"of {planned}" if index < planned else f"added while a speedup's interval is wide (at most " \
+                                                       f"{ctx.options.timing.max_rounds})"
+        for one in series:
+            if one.stopped:
+                continue
+            compiles = " (the first run compiles)" if one.name == "compile" and index == 0 else ""
+            ctx.progress(f"timing {one.title}{compiles}, round {index + 1} {of}")
+            try:
+                with self.candidates_stopped(series, one):
+                    times, bound = self.time(one.worker, one.trusted, index, role=one.name)
+                if not one.trusted and not one.batches_settled([*one.times, *times]):
+                    one.batches.extend(self.time_batches(one.worker, index, min(times)))
+            except _Failed as failure:
+                if not one.trusted:
+                    raise
+                down = [other for other in series if other.worker is one.worker and not other.stopped]
+                for other in down if not one.worker.alive() else [one]:
+                    other.stopped = True
+                    cause = str(failure) if other is one else f"its worker died with {one.title}"
+                    self.warnings.append(other.baseline_warning(cause, planned))
+                continue
+            one.times.extend(times)
+            one.bound.extend(bound)
+            one.round_times.append(times)
+            one.rounds_done += 1
+        self.rounds_run = index + 1
+
+    @staticmethod
+    def speedup_intervals(series: list[_Series]) -> dict[str, tuple[float, float] | None]:
+        """Per baseline timed beside a candidate, the interval of the candidate's speedup over it."""
+        candidate = next((one for one in series if not one.trusted), None)
+        if candidate is None:
+            return {}
+        return {one.name: speedup_interval(one.round_times, candidate.round_times)
+                for one in series if one.trusted and one.round_times}
 
     def time(self, worker: Worker, trusted: bool, round_index: int = 0,
              role: str | None = None) -> tuple[list[int], list[bool]]:
@@ -644,7 +682,7 @@ class _Evaluation:
             # from a timer that lies. Look once more, now, with batches of many more calls, over which a wake-up
             # spreads thin; a timer that divides its figures disagrees at any length.
             with device_lock().exclusive():
-                candidate.batches.extend(self.time_batches(candidate.worker, self.ctx.options.timing.rounds,
+                candidate.batches.extend(self.time_batches(candidate.worker, self.rounds_run,
                                                            median_ns / _RECHECK_LONGER))
             problem = outside_disagreement(median_ns, candidate.batches)
         self.outside_ms = min(reading.per_call_ns for reading in candidate.batches) / 1e6
@@ -715,8 +753,9 @@ class _Evaluation:
             max_rel_norm_error=self.comparison.max_rel_norm_error if compared else None,
             trials=self.trials_run, timing=timing, build_s=self.build_s, eval_s=total - (self.build_s or 0.0),
             timing_s=self.timing_s, warnings=self.warnings, input_seed=self.ctx.input_seed,
-            outside_ms=self.outside_ms if timing else None,
-        ).with_baselines(Baselines(eager=eager, compiled=compiled))
+            outside_ms=self.outside_ms if timing else None, machine_busy=self.machine_busy if timing else None,
+            timing_rounds=self.rounds_run if timing else None,
+        ).with_baselines(Baselines(eager=eager, compiled=compiled), intervals=self.intervals)
 
 
 _SERIES_TITLES = {"candidate": "the candidate", "eager": "the reference (eager)",
@@ -732,6 +771,7 @@ class _Series:
     stopped: bool = False  # failed, or its worker died: timed no further
     rounds_done: int = 0
     times: list[int] = field(default_factory=list)
+    round_times: list[list[int]] = field(default_factory=list)  # the same calls, one list per round
     bound: list[bool] = field(default_factory=list)
     batches: list[BatchReading] = field(default_factory=list)  # the candidate's, timed on the harness's clock
 

@@ -59,6 +59,11 @@ class TimingSettings(TimingBudget):
     rounds: int = Field(3, ge=1, description=(
         "the timed calls of each series (candidate, eager, torch.compile) are split into this many rounds, "
         "taken in turn, so that a slow stretch of the machine weighs on every series alike"))
+    max_rounds: int = Field(8, ge=1, description=(
+        "where a candidate is timed beside its baselines, rounds are added up to this many while the interval of "
+        "a speedup is wider than ratio_tolerance either side (each added round costs as much as one of `rounds`)"))
+    ratio_tolerance: float = Field(0.05, gt=0, description=(
+        "a speedup is settled once its 95% interval lies within this share either side of its middle"))
 
     def round_plan(self, index: int, seed: int, spot_fractions: tuple[float, ...]) -> TimingPlan:
         """Round `index`'s share of the budget (the whole warm-up in the first round only)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -98,6 +98,15 @@ class Verdict(BaseModel):
     compile_ms: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    speedup_vs_eager_interval: tuple[float, float] | None = Field(default=None, description=(
+        "95% interval of speedup_vs_eager, where eager was timed in rounds taken in turn with the candidate "
+        "(verify/ratio.py); None where the baseline was timed apart, as a run's shared baselines are"))
+    speedup_vs_compile_interval: tuple[float, float] | None = Field(default=None, description=(
+        "the same for speedup_vs_compile"))
+    machine_busy: str | None = Field(default=None, description=(
+        "a line saying other work loaded the machine while it timed (verify/machine_load.py); None when quiet"))
+    timing_rounds: int | None = Field(default=None, description=(
+        "rounds the timed series were taken in, those added while an interval was wide included"))
     max_abs_error: float | None = None
     max_rel_norm_error: float | None = None
     trials: int = 0
@@ -126,9 +135,14 @@ class Verdict(BaseModel):
     def correct(self) -> bool:
         return self.verdict == Outcome.CORRECT.value
 
-    def with_baselines(self, baselines: Baselines) -> Verdict:
-        """This verdict compared with `baselines` instead of whatever reference timings it carried."""
+    def with_baselines(self, baselines: Baselines,
+                       intervals: Mapping[str, tuple[float, float] | None] | None = None) -> Verdict:
+        """This verdict compared with `baselines` instead of whatever reference timings it carried; `intervals`
+        (by baseline, "eager" and "compile") where they were timed in turn with this verdict's candidate."""
+        intervals = intervals or {}
         return self.model_copy(update={
+            "speedup_vs_eager_interval": intervals.get("eager") if baselines.eager else None,
+            "speedup_vs_compile_interval": intervals.get("compile") if baselines.compiled else None,
             "eager_ms": baselines.eager.median_ms if baselines.eager else None,
             "compile_ms": baselines.compiled.median_ms if baselines.compiled else None,
             "eager_timing": baselines.eager, "compile_timing": baselines.compiled,
