@@ -51,6 +51,20 @@ def test_a_range_that_holds_an_account_is_refused(monkeypatch: pytest.MonkeyPatc
     assert worker_user.planned_base() == (None, "")  # not root: workers stay the harness's user
 
 
+def test_the_probe_names_a_root_harness_whose_workers_keep_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kforge eval` warns before any worker starts (and --require-sandbox refuses) when the harness runs as root
+    but its workers cannot take users of their own."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setenv(worker_user.VARIABLE, "0")
+    assert any(f"a user of the worker's own (root's files out of its reach): switched off ({worker_user.VARIABLE}=0)"
+               == line for line in confine.probe())
+    monkeypatch.delenv(worker_user.VARIABLE)
+    assert not any("a user of the worker's own" in line for line in confine.probe())
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv(worker_user.VARIABLE, "0")
+    assert not any("a user of the worker's own" in line for line in confine.probe())  # not root: nothing to drop
+
+
 def test_the_default_range_is_free_here() -> None:
     base = worker_user.DEFAULT_BASE
     assert not worker_user.known_ids() & set(range(base, base + (1 << 22) + 1))

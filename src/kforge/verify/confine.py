@@ -142,7 +142,7 @@ def apply(plan: Confinement) -> ConfinementReport:
 
 def probe() -> list[str]:
     """What this machine could not enforce, found without confining anything: one line for each missing tool
-    (Landlock, seccomp). For a line per run before any worker starts; each worker reports what it enforced."""
+    (Landlock, seccomp) and for workers of a root harness that cannot run as users of their own. For a line per run before any worker starts; each worker reports what it enforced."""
     missing = []
     try:
         from py_landlock import LandlockError, get_abi_version
@@ -156,6 +156,11 @@ def probe() -> list[str]:
         import pyseccomp  # noqa: F401
     except (ImportError, RuntimeError) as exc:
         missing.append(f"system calls and sockets: seccomp is not available ({exc})")
+    from kforge.verify.worker_user import planned_base
+
+    base, why_not = planned_base()
+    if base is None and why_not:  # a harness running as root whose workers cannot take users of their own
+        missing.append(f"a user of the worker's own (root's files out of its reach): {why_not}")
     return missing
 
 
