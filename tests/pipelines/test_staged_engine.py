@@ -16,12 +16,13 @@ from kforge.agents.planner import PlannerAgent
 from kforge.agents.stage_writer import StageWriter
 from kforge.engine.propose import propose
 from kforge.llm import make_chat_model
-from kforge.pipelines.builtin import default_variants, stage_engine
+from kforge.pipelines.builtin import Search, default_variants, stage_engine
 from kforge.pipelines.loop import KForgeLoop, LoopSettings
 from kforge.pipelines.recording import RecordingChatModel
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedResult, StagedSettings
 from kforge.problem import Problem, load_problem
+from kforge.verify.search import Tried
 from kforge.verify.verdict import Verdict
 from tests.conftest import PROBLEMS
 from tests.llm.llm_servers import FAST_RETRY, ScriptedServer, openai_completion
@@ -46,7 +47,7 @@ class EngineJudge(Judge):
     def __call__(self, source: str) -> object:
         if "TAG = " in source:
             return super().__call__(source)
-        self.judged.append(f"engine {ENGINE_SOURCES.index(source)}")
+        self.judged.append(f"engine {ENGINE_SOURCES.index(source)}" if source in ENGINE_SOURCES else "engine searched")
         return verdict_for(self.engine_tag).model_copy(update={"platform": "cuda", "language": "triton"})
 
 
@@ -55,7 +56,8 @@ class EngineHarness(Harness):
         super().__init__(server, tmp_path)
         self.judge = EngineJudge(engine_tag)
 
-    def engine_pipeline(self, settings: StagedSettings, problem: Problem = LOWERED) -> StagedPipeline:
+    def engine_pipeline(self, settings: StagedSettings, problem: Problem = LOWERED,
+                        search: Search | None = None) -> StagedPipeline:
         model = make_chat_model("openai:scripted", base_url=f"{self.server.url}/v1", api_key="sk-test",
                                 retry=FAST_RETRY)
         chat = RecordingChatModel(model, self.store, self.run_id)
@@ -69,7 +71,7 @@ class EngineHarness(Harness):
         return StagedPipeline(agents=agents, knowledge=knowledge,
                               evaluate=self.judge, profile=self.profile, store=self.store, run_id=self.run_id,
                               settings=settings, functional_pass=loop.run, on_event=self.hear,
-                              engine=stage_engine(problem, vendor_gemm=False))
+                              engine=stage_engine(problem, vendor_gemm=False, search=search))
 
 
 @pytest.fixture
@@ -154,3 +156,23 @@ def test_an_untimed_input_is_never_replaced(server: ScriptedServer, tmp_path: Pa
     harness.judge = judge_without_timing  # type: ignore[assignment]
     result = harness.engine_pipeline(AUTOTUNING_ONLY).run(kernel("ms=2.0"))
     assert result.stages[0].accepted is None and len(server.received) == 3
+
+
+def test_with_a_search_the_stage_judges_only_the_quickest_variant(server: ScriptedServer, tmp_path: Path) -> None:
+    """Where the platform times the language, the stage's engine ranks every variant in the search's worker and
+    the pipeline's judge sees only the quickest (its search time alone: none other is close)."""
+    server.push(openai_completion(issues(("autotuning", "BLOCK is fixed"))))
+    searched: list[list[str]] = []
+
+    def search(sources: list[str], floors: list[float | None], budget_s: float | None) -> list[Tried]:
+        searched.append(sources)
+        return [Tried(index, median_ms=0.2 if index == 1 else 3.0, iqr_ms=0.0) for index in range(len(sources))]
+
+    harness = EngineHarness(server, tmp_path, "ms=0.5")
+    result = harness.engine_pipeline(AUTOTUNING_ONLY, search=search).run(kernel("ms=2.0"))
+    [sources] = searched
+    assert set(sources) >= set(ENGINE_SOURCES)  # every variant the backend offers, searched
+    engine = engine_attempts(harness)
+    assert len(harness.judge.judged) == 2 and [a.source for a in engine] == [sources[1]]  # type: ignore[attr-defined]
+    assert all((a.stage, a.round) == ("autotuning", 0) for a in engine)  # type: ignore[attr-defined]
+    assert result.best is not None and result.best.source == sources[1]

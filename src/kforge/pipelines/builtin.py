@@ -192,13 +192,15 @@ class BuiltinRun:
         return record.verdict
 
 
-def stage_engine(problem: Problem, vendor_gemm: bool,
-                 on_event: EventSink | None = None) -> Callable[[AttemptJudge, Lineage], LoopResult]:
+def stage_engine(problem: Problem, vendor_gemm: bool, on_event: EventSink | None = None, *,
+                 search: Search | None = None, cost: Callable[[], CostModel] | None = None,
+                 ) -> Callable[[AttemptJudge, Lineage], LoopResult]:
     """The engine as the staged pipeline's autotuning try: its variants judged by the pipeline's judge, where the
-    pipeline places them (`lineage`); LoweringError when it cannot lower the problem."""
-    def search(judge: AttemptJudge, lineage: Lineage) -> LoopResult:
+    pipeline places them (`lineage`), after the `search` ranked them where one is given (as `BuiltinRun`);
+    LoweringError when it cannot lower the problem."""
+    def run(judge: AttemptJudge, lineage: Lineage) -> LoopResult:
         engine = BuiltinRun(judge.store, judge.run_id, judge.target.platform, judge.target.language, judge.evaluate,
-                            on_event, judge=judge, lineage=lineage)
+                            on_event, judge=judge, lineage=lineage, search=search, cost=cost)
         return engine.run(problem, vendor_gemm=vendor_gemm)
 
-    return search
+    return run

@@ -182,8 +182,11 @@ def _staged_pipeline(request: OptimizeRequest, problem: Problem, chat: Recording
     device = get_platform(request.platform).describe().get("device")
     knowledge = KnowledgeAccess.load(request.platform, request.language, device, problem.source,
                                      request.staged.knowledge_tokens)
-    engine = stage_engine(problem, request.evaluation_options().policy.vendor_gemm_passes, on_event) \
-        if request.builtin_start else None
+    options = request.evaluation_options()
+    candidate_options = options.model_copy(update={"baselines": ()})  # as RunBaselines.candidate_options
+    engine = stage_engine(problem, options.policy.vendor_gemm_passes, on_event,
+                          search=_searcher(problem, candidate_options, request.language, on_event),
+                          cost=lambda: _cost_model(problem, options)) if request.builtin_start else None
     return StagedPipeline(agents=agents, knowledge=knowledge, evaluate=evaluator, profile=profiler, store=store,
                           run_id=run_id, settings=request.staged, functional_pass=loop.run, on_event=on_event,
                           engine=engine)

@@ -142,7 +142,8 @@ def apply(plan: Confinement) -> ConfinementReport:
 
 def probe() -> list[str]:
     """What this machine could not enforce, found without confining anything: one line for each missing tool
-    (Landlock, seccomp) and for workers of a root harness that cannot run as users of their own. For a line per run before any worker starts; each worker reports what it enforced."""
+    (Landlock, seccomp) and for workers of a root harness that cannot run as users of their own. For a line per
+    run before any worker starts; each worker reports what it enforced."""
     missing = []
     try:
         from py_landlock import LandlockError, get_abi_version
