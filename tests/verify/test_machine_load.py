@@ -26,7 +26,7 @@ def test_a_process_outside_kforges_tree_is_counted_as_other_work() -> None:
     reading = watch.reading()
     spun = sum(spinner.cpu_times()[:2]) - before
     assert reading is not None and reading.seconds >= 1.4
-    assert reading.others_cores >= 0.8 * spun / reading.seconds > 0.2
+    assert spun > 0 and reading.others_cores >= 0.8 * spun / reading.seconds  # however busy the machine
 
 
 def test_kforges_own_workers_count_as_its_own() -> None:
@@ -37,7 +37,7 @@ def test_kforges_own_workers_count_as_its_own() -> None:
     spun = sum(worker.cpu_times()[:2])
     counted = _tree_cpu_seconds() - before  # while the child lives
     child.wait()
-    assert counted >= 0.9 * spun > 0.1
+    assert spun > 0 and counted >= 0.9 * spun
 
 
 def test_a_busy_reading_says_how_and_a_quiet_one_says_nothing() -> None:
