@@ -192,3 +192,31 @@ def test_a_table_narrower_than_its_columns_drops_the_less_important_ones() -> No
         assert "interrupted" in seen[width] and "8.12x" in seen[width] and "3.31x" in seen[width]
     assert "when" in seen[100] and "gpt-4o" in seen[100]
     assert "when" not in seen[60] and "gpt-4o" not in seen[60]
+
+
+def test_runs_at_80_columns_drop_when_before_folding_a_model_name() -> None:
+    from rich.console import Console
+
+    from kforge.reports import runs_table
+
+    def row(run: int, problem: str, model: str) -> dict[str, object]:
+        return {"run": run, "created": "2025-12-04T18:49:00", "status": "finished", "stop_reason": None,
+                "problem": problem, "model": model, "runtime_ms": 8.012, "speedup_vs_eager": 123.45,
+                "speedup_vs_compile": 10.5}
+
+    def printed(rows: list[dict[str, object]], width: int) -> tuple[list[str], dict[str, str], str]:
+        console = Console(width=width, record=True, color_system=None)
+        console.print(runs_table(rows))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width
+        names = header(text)
+        return names, {cells[0]: dict(zip(names, cells, strict=True))["model"] for cells in table_rows(text)}, text
+
+    long = [row(1, f"/p/{LONG}.py", "anthropic:claude-sonnet-4-5"), row(2, "/p/scan.py", "openai:gpt-4o")]
+    names, models, text = printed(long, 80)
+    assert "when" not in names and models == {"1": "claude-sonnet-4-5", "2": "gpt-4o"}
+    assert "claude-sonnet-4-5" in text  # on one line
+    names, models, _ = printed(long, 120)
+    assert names[1] == "when" and models["1"] == "claude-sonnet-4-5"
+    names, _, _ = printed([row(1, "/p/scan.py", "openai:gpt-4o")], 80)  # short names: everything fits
+    assert names[1] == "when"
