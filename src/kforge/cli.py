@@ -30,9 +30,20 @@ app = typer.Typer(
     # a value names it (metavar=: SECONDS, N, FILE) instead of its Python type.
     rich_markup_mode=None,
 )
+class _Console(Console):
+    """Rich's console, but a line printed where the output is no terminal (a pipe, a log, CI) stays whole: rich would
+    wrap it at 80 columns there, and an error, a path or a `best:` line cut in two is hard to read or grep. Tables
+    and other renderables keep their layout for the width (COLUMNS, else 80)."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if "soft_wrap" not in options and not self.is_terminal and all(isinstance(o, str) for o in objects):
+            options["soft_wrap"] = True
+        super().print(*objects, **options)
+
+
 # No emoji codes: a reason such as "openai:m: error" must not print as "openaiⓂ error".
-err = Console(stderr=True, emoji=False)
-out = Console(emoji=False)
+err = _Console(stderr=True, emoji=False)
+out = _Console(emoji=False)
 
 EXIT_CORRECT, EXIT_NOT_CORRECT, EXIT_BAD_INPUT = 0, 1, 2
 
