@@ -30,6 +30,8 @@ app = typer.Typer(
     # a value names it (metavar=: SECONDS, N, FILE) instead of its Python type.
     rich_markup_mode=None,
 )
+
+
 class _Console(Console):
     """Rich's console, but a line printed where the output is no terminal (a pipe, a log, CI) stays whole: rich would
     wrap it at 80 columns there, and an error, a path or a `best:` line cut in two is hard to read or grep. Tables
@@ -129,6 +131,8 @@ def eval_command(
 
     Exit status: 0 correct, 1 evaluated and not correct, 2 bad input.
     """
+    _need_file(problem, "problem", as_json)
+    _need_file(solution, "solution", as_json)
     from kforge.platforms import PlatformError
     from kforge.problem import ProblemError, SolutionError
     from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
@@ -180,6 +184,12 @@ def _bad_input(message: str, as_json: bool) -> None:
         sys.stdout.write(json.dumps({"error": message}) + "\n")
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _need_file(path: Path, what: str, as_json: bool) -> None:
+    """Bad input, said before anything imports torch (seconds), when `path` is no file."""
+    if not path.is_file():
+        _bad_input(f"{what} file not found: {path}", as_json)
 
 
 def _ms(value: float | None) -> str:
@@ -300,6 +310,8 @@ def optimize_command(
 
     Exit status: 0 when a correct solution was found (and written with --out), 1 when none was, 2 for bad input.
     """
+    if problem is not None:
+        _need_file(problem, "problem", False)
     from kforge.config import ConfigError, load_settings
     from kforge.engine.capture import LoweringError
     from kforge.llm import LLMError
@@ -506,8 +518,13 @@ def suite_command(
 
     Exit status: 0 when every problem has its row (solved or not), 2 for bad input, 130 when interrupted.
     """
-    from kforge.suite.admission import gb
     from kforge.suite.discover import SuiteError, find_problems
+
+    try:
+        problems = find_problems(paths)  # read, not imported: a wrong path is answered before torch loads
+    except SuiteError as exc:
+        _bad_input(str(exc), False)
+    from kforge.suite.admission import gb
     from kforge.suite.ray_pool import RayUnavailable, ray_slots
     from kforge.suite.runner import LocalSlot, finish, gpu_memory, run_suite, slots_for
     from kforge.suite.task import TaskSpec
@@ -515,11 +532,10 @@ def suite_command(
     from kforge.verify.sandbox import SandboxUnavailable
 
     try:
-        problems = find_problems(paths)
         _say_sandbox(require_sandbox)
         options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms),
                               baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
-    except (SuiteError, SandboxUnavailable) as exc:
+    except SandboxUnavailable as exc:
         _bad_input(str(exc), False)
 
     def spec(problem: Any) -> TaskSpec:
