@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -611,8 +612,10 @@ def targets_command(
     if as_json:
         sys.stdout.write("".join(json.dumps(row.as_dict()) + "\n" for row in rows))
     else:
-        for row in rows:
-            out.print(escape(row.line), highlight=False, soft_wrap=True)
+        for row in rows:  # on a terminal, folded at words to its width, the rest of a line indented under it
+            line = textwrap.fill(row.line, out.width, subsequent_indent="    ", break_long_words=False,
+                                 break_on_hyphens=False) if out.is_terminal else row.line
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("runs", cls=_Command, short_help="List recorded runs and how each ended.")
