@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import CANDIDATES, PROBLEMS
 
@@ -34,6 +37,28 @@ def test_rejected_candidate_exits_one_with_the_rule() -> None:
     assert result.returncode == 1
     record = json.loads(result.stdout)
     assert record["verdict"] == "rejected" and record["rule"] == "static.framework-compute"
+
+
+# Runs a kforge command in a fresh interpreter and prints its exit status and whether torch was imported.
+_WITHOUT_TORCH = ("import json, sys\nfrom kforge.cli import app\ntry:\n    app(sys.argv[1:], prog_name='kforge')\n"
+                  "except SystemExit as stop:\n    print(json.dumps([stop.code, 'torch' in sys.modules]))\n")
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", "{missing}/problem.py", str(CANDIDATES / "leaky_scale" / "honest.py")],
+    ["eval", str(PROBLEMS / "leaky_scale.py"), "{missing}/solution.py", "--json"],
+    ["optimize", "{missing}/problem.py", "--model", "builtin"],
+    ["suite", "{missing}", "--out", "{missing}/out"],
+], ids=["eval_problem", "eval_solution_json", "optimize", "suite"])
+def test_a_missing_file_is_one_line_and_exit_two_before_torch_is_imported(tmp_path: Path, command: list[str]) -> None:
+    missing = tmp_path / "not_there_with_a_name_long_enough_to_pass_eighty_columns_in_the_message"
+    args = [part.format(missing=missing) for part in command]
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_TORCH, *args], capture_output=True, text=True,
+                            timeout=120, env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    code, imported_torch = json.loads(result.stdout.splitlines()[-1])
+    assert code == 2 and not imported_torch
+    lines = result.stderr.splitlines()  # piped: whole, not wrapped at 80 columns
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(missing) in lines[0], result.stderr
 
 
 def test_bad_problem_exits_two_with_one_line() -> None:
@@ -131,7 +156,7 @@ def test_a_model_that_stops_answering_loses_nothing_judged(tmp_path) -> None:
     assert "stopped: the model failed" in result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith(f"resume with: kforge optimize --resume 1 --db {db}")
     said = [line for line in result.stderr.splitlines() if " (generate): correct" in line]
-    assert len([line for line in said if "judged before" not in line]) == 1  # said once, then only recalled
+    assert len(said) == 1, result.stderr  # the engine's kernel, said once: the loop starting from it says no more
     listed = kforge("runs", "--db", db)
     assert "finished" in listed.stdout
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,9 +32,22 @@ app = typer.Typer(
     # a value names it (metavar=: SECONDS, N, FILE) instead of its Python type.
     rich_markup_mode=None,
 )
+
+
+class _Console(Console):
+    """Rich's console, but a line printed where the output is no terminal (a pipe, a log, CI) stays whole: rich would
+    wrap it at 80 columns there, and an error, a path or a `best:` line cut in two is hard to read or grep. Tables
+    and other renderables keep their layout for the width (COLUMNS, else 80)."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if "soft_wrap" not in options and not self.is_terminal and all(isinstance(o, str) for o in objects):
+            options["soft_wrap"] = True
+        super().print(*objects, **options)
+
+
 # No emoji codes: a reason such as "openai:m: error" must not print as "openaiⓂ error".
-err = Console(stderr=True, emoji=False)
-out = Console(emoji=False)
+err = _Console(stderr=True, emoji=False)
+out = _Console(emoji=False)
 
 EXIT_CORRECT, EXIT_NOT_CORRECT, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -119,6 +133,8 @@ def eval_command(
 
     Exit status: 0 correct, 1 evaluated and not correct, 2 bad input.
     """
+    _need_file(problem, "problem", as_json)
+    _need_file(solution, "solution", as_json)
     from kforge.platforms import PlatformError
     from kforge.problem import ProblemError, SolutionError
     from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
@@ -170,6 +186,12 @@ def _bad_input(message: str, as_json: bool) -> None:
         sys.stdout.write(json.dumps({"error": message}) + "\n")
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _need_file(path: Path, what: str, as_json: bool) -> None:
+    """Bad input, said before anything imports torch (seconds), when `path` is no file."""
+    if not path.is_file():
+        _bad_input(f"{what} file not found: {path}", as_json)
 
 
 def _ms(value: float | None) -> str:
@@ -298,6 +320,8 @@ def optimize_command(
 
     Exit status: 0 when a correct solution was found (and written with --out), 1 when none was, 2 for bad input.
     """
+    if problem is not None:
+        _need_file(problem, "problem", False)
     from kforge.config import ConfigError, load_settings
     from kforge.engine.capture import LoweringError
     from kforge.llm import LLMError
@@ -505,8 +529,13 @@ def suite_command(
 
     Exit status: 0 when every problem has its row (solved or not), 2 for bad input, 130 when interrupted.
     """
-    from kforge.suite.admission import gb
     from kforge.suite.discover import SuiteError, find_problems
+
+    try:
+        problems = find_problems(paths)  # read, not imported: a wrong path is answered before torch loads
+    except SuiteError as exc:
+        _bad_input(str(exc), False)
+    from kforge.suite.admission import gb
     from kforge.suite.ray_pool import RayUnavailable, ray_slots
     from kforge.suite.runner import LocalSlot, finish, gpu_memory, run_suite, slots_for
     from kforge.suite.task import TaskSpec
@@ -514,11 +543,10 @@ def suite_command(
     from kforge.verify.sandbox import SandboxUnavailable
 
     try:
-        problems = find_problems(paths)
         _say_sandbox(require_sandbox)
         options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms),
                               baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
-    except (SuiteError, SandboxUnavailable) as exc:
+    except SandboxUnavailable as exc:
         _bad_input(str(exc), False)
 
     def spec(problem: Any) -> TaskSpec:
@@ -597,8 +625,10 @@ def targets_command(
     if as_json:
         sys.stdout.write("".join(json.dumps(row.as_dict()) + "\n" for row in rows))
     else:
-        for row in rows:
-            out.print(escape(row.line), highlight=False, soft_wrap=True)
+        for row in rows:  # on a terminal, folded at words to its width, the rest of a line indented under it
+            line = textwrap.fill(row.line, out.width, subsequent_indent="    ", break_long_words=False,
+                                 break_on_hyphens=False) if out.is_terminal else row.line
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("runs", cls=_Command, short_help="List recorded runs and how each ended.")

@@ -97,6 +97,21 @@ def test_booleans_are_lowered_only_as_masks(tmp_path: Path, forward: str, messag
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("forward", [
+    "return x.narrow(dim=1, start=2, length=5) * 2.0 + torch.narrow(x, 1, start=0, length=5)",
+    "return torch.narrow(input=x, dim=-1, start=1, length=4).relu() + x.narrow(1, 3, length=4)",
+], ids=["method_and_function", "all_by_name"])
+def test_narrow_with_its_arguments_named_lowers_as_by_position(tmp_path: Path, forward: str) -> None:
+    path = tmp_path / "narrow.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    f"    def forward(self, x):\n        {forward}\n\n"
+                    "def get_inputs():\n    return [torch.randn(6, 10)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    captured = capture(load_problem(path))
+    assert [node.op for node in captured.program.nodes].count("slice") == 2
+    assert_same_as_reference(path, captured.program, captured.model)
+
+
 def test_training_mode_dropout_is_not_lowered(tmp_path: Path) -> None:
     path = tmp_path / "dropout.py"
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import platform
+import re
 import shutil
 from pathlib import Path
 
@@ -61,6 +62,14 @@ def test_tunables_reach_the_generated_code() -> None:
     assert len(blocks) > 1
     for config, source in found:
         assert f"constexpr int64_t kBlockM = {config['block_m']};" in source
+
+
+def test_dtype_checks_name_the_dtype_each_input_must_have() -> None:
+    # x is float32 and levels int64: each check's message names its dtype whole ("must be loat32" was a slice
+    # of the ATen constant's name).
+    _, source = variants_for(ENGINE_PROBLEMS / "int_levels_where.py", limit=1)[0]
+    checks = dict(re.findall(r'TORCH_CHECK\((\w+)\.scalar_type\(\) == torch::k\w+, "\1 must be (\w+)"\)', source))
+    assert sorted(checks.values()) == ["float32", "int64"], source
 
 
 def test_a_second_reduction_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -241,6 +241,15 @@ def test_a_reduction_over_the_last_dims_is_one_kernel_over_their_merged_view() -
     assert parts.summary().split(" | ").count("sum") == 1
 
 
+def test_the_partition_note_lists_kernels_only_and_counts_the_views_apart() -> None:
+    # graph_pool_stem's steps hold three views besides its five kernels: the note's list names the five.
+    found = propose(load_problem(FOLDER / "graph_pool_stem.py"), "cpp", limit=1)
+    head, listed = found.program.notes[0].split(": ", 1)
+    kernels, between = listed.split(" (", 1)
+    assert head == f"partitioned into {found.kernels} kernels" and len(kernels.split(" | ")) == found.kernels
+    assert "view" not in kernels and between == "3 view(s) or slice(s) between them, done in Python)"
+
+
 def test_a_partitioned_solution_is_the_same_text_under_any_hash_seed() -> None:
     """The store knows an attempt by its text: a resumed run must write the same variants again."""
     import subprocess

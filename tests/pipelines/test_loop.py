@@ -14,7 +14,8 @@ from kforge.agents.generator import GenerationAgent
 from kforge.agents.targets import Target
 from kforge.llm.budget import Budget, BudgetExceeded
 from kforge.llm.messages import Completion, Usage
-from kforge.pipelines.judging import ANALYSIS_VIEW, AttemptRecord
+from kforge.pipelines.events import Reporter
+from kforge.pipelines.judging import ANALYSIS_VIEW, AttemptJudge, AttemptRecord, Lineage
 from kforge.pipelines.loop import KForgeLoop, LoopSettings, is_faster
 from kforge.store import Store
 from kforge.verify.verdict import Outcome, TimingStats, Verdict
@@ -189,3 +190,42 @@ def test_progress_lines_number_attempts_within_the_run_and_a_resumed_run_counts_
     assert "round 1: profiling the best candidate (attempt 2)" in said
     assert "attempt 3 (optimize): correct 1 ms" in said and "round 1: attempt 3 is the new best (2 -> 1 ms)" in said
     assert [a.number for a in store.attempts_of(run_id)] == [1, 2, 3]
+
+
+class LongWindedChat(ScriptedChat):
+    """An analyst that answers in paragraphs, without the `Reason:` line that ends the recommendation."""
+
+    REPLY = ("Recommendation: fuse the scale into the kernel's store, so that each element is written once.\n\n"
+             "The profile shows two passes over the output, one for the leaky slope and one for the scale; "
+             "together they read and write every element twice. " * 3)
+
+    def complete(self, messages, *, max_tokens, temperature=None, on_delta=None):
+        completion = super().complete(messages, max_tokens=max_tokens, temperature=temperature, on_delta=on_delta)
+        if completion.text.startswith("Recommendation:"):
+            return Completion(text=self.REPLY, usage=completion.usage, model="scripted", latency_s=0.0)
+        return completion
+
+
+def test_a_starting_kernel_and_the_analysts_reply_are_said_once_each_in_one_line(tmp_path: Path) -> None:
+    """As the engine's start hands its kernel to the loop: its attempt line is said by the engine's judge, and the
+    loop, starting from it, says it no more (a log had it twice); the analyst's reply is a line, shortened."""
+    store = Store(tmp_path / "runs.db")
+    run_id = store.create_run(command="optimize").id
+    said: list[str] = []
+    start = source("ms=2.0")
+    engine = AttemptJudge(store, run_id, TARGET, lambda text: verdict_for("ms=2.0"),
+                          Reporter(lambda event: said.append(event.text)),
+                          lambda record: None)
+    engine.judge(start, Lineage("generate", 0, None, "builtin"))
+    chat = LongWindedChat(["ms=1.0"])
+    result = KForgeLoop(generator=GenerationAgent(chat, TARGET, "problem"), analyst=AnalystAgent(chat, TARGET, "p"),
+                        evaluate=lambda text: verdict_for(text.split("TAG = ")[1].strip().strip("'")),
+                        profile=lambda record: ProfileView(text="profile"), store=store, run_id=run_id,
+                        settings=LoopSettings(rounds=1, patience=1),
+                        on_event=lambda event: said.append(event.text)).run(start)
+    assert result.best is not None and result.best.number == 2
+    assert [line for line in said if line.startswith("attempt 1 ")] == ["attempt 1 (generate): correct 2 ms"]
+    advice = [line for line in said if "analyst recommends" in line]
+    assert len(advice) == 1 and "\n" not in advice[0] and len(advice[0]) <= 140 and advice[0].endswith("…"), advice
+    assert advice[0].startswith("round 1: analyst recommends: fuse the scale into the kernel's store")
+    assert result.recommendations == [" ".join(LongWindedChat.REPLY.removeprefix("Recommendation:").split())]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -202,6 +203,14 @@ def test_exception_in_forward_is_a_runtime_error() -> None:
     verdict = judge("raises")
     assert verdict.verdict == Outcome.RUNTIME_ERROR
     assert "kernel launch configuration is invalid" in verdict.reason
+
+
+def test_a_runtime_error_cites_the_candidates_own_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "my_kernel.py"
+    path.write_text((TRICKS / "raises.py").read_text())
+    verdict = evaluate(LEAKY, path, fast_options())
+    assert verdict.verdict == Outcome.RUNTIME_ERROR
+    assert "at my_kernel.py:13 in forward" in verdict.reason and "solution.py" not in verdict.reason, verdict.reason
 
 
 def test_wrong_constant_is_incorrect() -> None:

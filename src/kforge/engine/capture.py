@@ -441,7 +441,7 @@ class _Lowerer:
             dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
             return self._pieces(x, pieces, int(dim), name == "chunk")
         if name == "narrow":
-            return self._narrow(node, x, *args[1:4])
+            return self._narrow(node, args, kwargs)
         if name in ("cumsum", "cumprod", "cummax"):
             return self._scan(node, name, x, args[1] if len(args) > 1 else kwargs["dim"], kwargs)
         if name == "flip":
@@ -523,7 +523,7 @@ class _Lowerer:
             dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
             return self._pieces(args[0], pieces, int(dim), target is torch.chunk)
         if target is torch.narrow:
-            return self._narrow(node, *args[:4])
+            return self._narrow(node, args, kwargs)
         if target is torch.where:
             if len(args) != 3:
                 raise cannot_lower("where (with one argument: the indices of a condition)")
@@ -914,7 +914,10 @@ class _Lowerer:
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
         return self._emit(node, "flip", (x,), dims=tuple(sorted({int(d) % rank for d in dims})))
 
-    def _narrow(self, node: torch.fx.Node, x: Any, dim: int, start: int, length: int) -> str:
+    def _narrow(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> str:
+        """`torch.narrow(x, dim, start, length)` or `x.narrow(...)`, each argument given by position or by name."""
+        given = {**dict(zip(("input", "dim", "start", "length"), args, strict=False)), **kwargs}
+        x, dim, start, length = (given.get(name) for name in ("input", "dim", "start", "length"))
         if not all(isinstance(v, int) for v in (dim, start, length)) or start < 0:
             raise cannot_lower("narrow (with bounds that are not non-negative constants)")
         rank = len(self.program_shape(x))

@@ -309,7 +309,8 @@ class _Renderer:
             "chunk": self.config["chunk"], "scalars": scalar_args,
             "params": [f"torch::Tensor {name}" for name in tensor_args] + [f"double {s}" for s in scalar_args],
             "tensor_args": tensor_args, "leaves": leaves, "prepared": self._prepared(),
-            "tensor_checks": [(self.root_var(name), SCALAR_TYPES[program.spec(name).dtype]) for name in used_roots],
+            "tensor_checks": [(self.root_var(name), SCALAR_TYPES[program.spec(name).dtype], program.spec(name).dtype)
+                              for name in used_roots],
             "out_ctype": CTYPES[out_dtype], "out_scalar": SCALAR_TYPES[out_dtype],
             "reduce": red is not None and red.op in (*ir.REDUCE_OPS, *ir.INDEX_OPS),
             "keepdim": bool(red and red.attr("keepdim")),

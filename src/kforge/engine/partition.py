@@ -64,15 +64,20 @@ class Partition:
         return tuple(step for step in self.steps if isinstance(step, Kernel))
 
     def summary(self) -> str:
-        """One line: the kernels in order, each as its ops (e.g. `linear+relu | linear | view | softmax`)."""
-        parts = []
-        for step in self.steps:
-            if isinstance(step, ViewStep):
-                parts.append(step.node.op)
-            else:
-                ops = [n.op for n in step.program.all_nodes() if n.op not in ir.VIEW_OPS and n.shape != ()]
-                parts.append("+".join(ops) or "copy")
-        return " | ".join(parts)
+        """One line: the steps in order, each kernel as its ops (e.g. `linear+relu | linear | view | softmax`)."""
+        return " | ".join(_step_text(step) for step in self.steps)
+
+    def kernels_summary(self) -> str:
+        """The kernels alone, in order (`linear+relu | linear | softmax`): a view or slice between them is done in
+        Python, not by a kernel."""
+        return " | ".join(_step_text(step) for step in self.kernels)
+
+
+def _step_text(step: Step) -> str:
+    if isinstance(step, ViewStep):
+        return step.node.op
+    ops = [n.op for n in step.program.all_nodes() if n.op not in ir.VIEW_OPS and n.shape != ()]
+    return "+".join(ops) or "copy"
 
 
 def as_graph(program: ir.Program) -> ir.Program:

@@ -30,6 +30,16 @@ class Event:
 EventSink = Callable[[Event], None]
 
 
+def gist(text: str, limit: int = 100) -> str:
+    """`text` as one line of at most `limit` characters, cut at a word with an ellipsis: a model's reply in a
+    progress line (the whole reply goes to the model and the store)."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
 class Reporter:
     """A pipeline's voice: `say(text)` for a passing status, `say.line(kind, text)` for a lasting line. Also usable
     where a plain `Callable[[str], None]` progress callback is expected (the engine's tuner)."""

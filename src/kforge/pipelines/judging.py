@@ -92,7 +92,10 @@ class AttemptJudge:
         return self._without_hardware(source, where, AttemptOutcome.REJECTED,
                                       {"verdict": KB_REJECTED, "reason": note, **details}, note, tokens)
 
-    def judge(self, source: str, where: Lineage, tokens: dict[str, Any] | None = None) -> AttemptRecord:
+    def judge(self, source: str, where: Lineage, tokens: dict[str, Any] | None = None,
+              repeat: bool = True) -> AttemptRecord:
+        """The attempt of `source`, judged by the harness or, when judged before, as the store holds it; `repeat`
+        False says nothing of one judged before (whoever handed it over said its line)."""
         attempt = self._attempt(source, where)
         stored = self.store.evaluation_of(attempt.id)
         if stored is not None and "platform" in stored.verdict:
@@ -104,9 +107,12 @@ class AttemptJudge:
             self.store.record_evaluation(attempt.id, {**verdict.to_json_dict(), "llm_usage": tokens or {}})
         outcome = AttemptOutcome.of(verdict)
         note = "" if outcome == AttemptOutcome.CORRECT else verdict_feedback(verdict)
-        return self._report(AttemptRecord(attempt.id, attempt.number, where.phase, where.round, outcome, source,
-                                          verdict, note, **(tokens or {}), stage=where.stage),
-                            again=stored is not None)
+        record = AttemptRecord(attempt.id, attempt.number, where.phase, where.round, outcome, source, verdict, note,
+                               **(tokens or {}), stage=where.stage)
+        if stored is not None and not repeat:
+            self.on_record(record)
+            return record
+        return self._report(record, again=stored is not None)
 
     def _without_hardware(self, source: str, where: Lineage, outcome: AttemptOutcome, evaluation: dict[str, Any],
                           note: str, tokens: dict[str, Any]) -> AttemptRecord:

@@ -23,7 +23,7 @@ from kforge.agents.feedback import AttemptOutcome
 from kforge.agents.generator import GenerationAgent, GenerationRequest, Phase, Proposal
 from kforge.llm.budget import BudgetExceeded
 from kforge.llm.errors import LLMError
-from kforge.pipelines.events import EventSink, Reporter
+from kforge.pipelines.events import EventSink, Reporter, gist
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.store import Store
 from kforge.verify.compare import is_faster  # also imported from here by callers of the loop
@@ -68,7 +68,9 @@ class KForgeLoop:
     def run(self, starting_source: str | None = None) -> LoopResult:
         try:
             if starting_source is not None:
-                self.result.best = self.judge.judge(starting_source, Lineage("generate", 0, None, "user"))
+                # Whoever found the starting kernel (the engine, an earlier run) said its line: not said again.
+                self.result.best = self.judge.judge(starting_source, Lineage("generate", 0, None, "user"),
+                                                    repeat=False)
                 if self.result.best.outcome != AttemptOutcome.CORRECT:
                     self.result.best = None
             if self.result.best is None:
@@ -109,7 +111,7 @@ class KForgeLoop:
             recommendation = self.analyst.recommend(best.source, best.verdict.runtime_ms or 0.0,
                                                     best.verdict.eager_ms, view, self.result.recommendations)
             self.result.recommendations.append(recommendation.text)
-            self.say.line("round", f"round {round_}: analyst recommends: {recommendation.text}")
+            self.say.line("round", f"round {round_}: analyst recommends: {gist(recommendation.text)}")
             request = GenerationRequest(phase="optimize", previous_source=best.source,
                                         recommendation=recommendation.text,
                                         best_runtime_ms=best.verdict.runtime_ms, eager_ms=best.verdict.eager_ms)

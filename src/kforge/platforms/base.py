@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import torch
 
+from kforge.platforms.errors import PlatformError
 
-class PlatformError(RuntimeError):
-    """The requested platform cannot be used here; the message is one line for the user."""
+__all__ = ["Platform", "PlatformError", "TimingDoubt"]
 
 
 @dataclass(frozen=True)

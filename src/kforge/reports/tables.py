@@ -69,7 +69,8 @@ def runs_table(rows: list[dict[str, Any]]) -> Fitted:
     status = Column("status", [s + (f"\n{r}" if r else "") for s, r in zip(statuses, reasons, strict=True)],
                     whole=statuses, min_width=0, max_width=24)
     problem = Column("problem", [problem_name(row["problem"]) for row in rows], min_width=8, grows=0)
-    model = Column("model", [str(row["model"] or "-").split(":", 1)[-1] for row in rows], min_width=8)
+    models = [str(row["model"] or "-").split(":", 1)[-1] for row in rows]
+    model = Column("model", models, whole=models)  # a model's name is never folded: `when` goes first
     best = Column("best", [_fmt(row["runtime_ms"], " ms") for row in rows], fixed=True, justify="right")
 
     def speedups(stacked: bool) -> Column:

@@ -131,7 +131,11 @@ def time_chart(axes: Axes, rows: list[SuiteRow], _summary: Summary) -> None:
 
 
 def rules_chart(axes: Axes, _rows: list[SuiteRow], summary: Summary) -> None:
-    rules = summary.rejections_by_rule or {"(none)": 0}
+    rules = summary.rejections_by_rule
+    if not rules:  # no bars to draw: an empty plot would read as missing data
+        axes.text(0.5, 0.5, "no rejections", ha="center", va="center", fontsize=14, transform=axes.transAxes)
+        axes.set_axis_off()
+        return
     axes.barh(list(rules), list(rules.values()))
     axes.set_xlabel("problems whose last verdict named the rule")
 

@@ -162,11 +162,14 @@ def run_suite(problems: list[FoundProblem], make_spec: Callable[[FoundProblem], 
     """Run every problem not yet in `out/results.jsonl` on `runners` (one task each at a time); returns all rows,
     old and new, in the problems' order. A problem whose slot is lost is run once more on another. With `memory`,
     a problem starts on a GPU it shares only once it fits there; `on_note` gets a line when it waits for that, or
-    runs alone."""
+    runs alone, and one first for the rows kept from an earlier run."""
     results = ResultsFile(out / "results.jsonl")
     done = results.rows()
     pending = [problem for problem in problems if not _finished(done.get(problem.name), problem)]
     progress = SuiteProgress(total=len(problems), done=len(problems) - len(pending))
+    if progress.done and on_note:
+        on_note(f"resumed: {progress.done} of {len(problems)} problems kept from {results.path}, "
+                f"{len(pending)} to run")
     queue: list[tuple[FoundProblem, int]] = [(problem, 1) for problem in pending]
     queue_lock = threading.Lock()
 

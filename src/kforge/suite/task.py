@@ -166,6 +166,8 @@ def run_job(spec_file: Path, row_file: Path, log: Path | None) -> None:
         started = time.monotonic()
         say = (lambda text: events.write(f"{time.monotonic() - started:7.1f} s  {text}\n")) if events else None
         row = run_task(spec, say)
+        if say:  # the outcome ends the log, whatever it is: a problem refused before any event has it alone
+            say(row.status + (f": {row.reason}" if row.reason else ""))
     partial = row_file.with_suffix(".partial")
     partial.write_text(row.model_dump_json())
     partial.replace(row_file)

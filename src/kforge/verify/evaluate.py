@@ -81,6 +81,8 @@ from kforge.verify.worker_layout import reference_builds, reference_caches
 Progress = Callable[[str], None]
 
 _WORKER_START_S = 120.0
+# The name a candidate's copy has in its worker's directory.
+_HANDED_AS = "solution.py"
 # Calls of the candidate on each correctness trial's inputs: a second call shows state kept between calls.
 _RUN_CALLS = 2
 _TIMING_SEED = 1_000_003
@@ -387,7 +389,7 @@ class _Evaluation:
             self.restore_builds(worker)
         try:
             problem = worker.hand_over("problem.py", self.ctx.problem.source)
-            solution = worker.hand_over("solution.py", self.ctx.candidate.source) if candidate else None
+            solution = worker.hand_over(_HANDED_AS, self.ctx.candidate.source) if candidate else None
         except WorkerFailure as failure:
             raise _Failed(Outcome.CRASHED, str(failure)) from None
         request = LoadRequest(problem=str(problem), solution=None if solution is None else str(solution),
@@ -703,7 +705,7 @@ class _Evaluation:
         if not isinstance(reply, Failure):
             return reply
         outcome = Outcome(reply.kind) if reply.kind in Outcome._value2member_map_ else Outcome.RUNTIME_ERROR
-        message = capped(reply.message, MAX_REASON_CHARS)
+        message = _cited_by_its_name(capped(reply.message, MAX_REASON_CHARS), self.ctx.solution)
         if worker.confined and _REFUSED.search(message):
             message += f"\n{SANDBOX_HINT}"
         raise _Failed(outcome, message, rule=reply.rule)
@@ -818,6 +820,15 @@ def _device_memory(device: torch.device) -> int:
         return int(properties(device).total_memory) if properties is not None else 0
     except (RuntimeError, AssertionError, AttributeError, ValueError):
         return 0
+
+
+def _cited_by_its_name(message: str, candidate: Solution | None) -> str:
+    """A worker's message with the candidate's copy (`at solution.py:13 in forward`) named by the file the user gave
+    (`at my_kernel.py:13`). The copy keeps its fixed name: one the user chose could shadow a module the worker
+    imports later (a `triton.py`), the worker's directory being first on its path."""
+    if candidate is None or candidate.path is None:
+        return message
+    return message.replace(f"at {_HANDED_AS}:", f"at {candidate.path.name}:")
 
 
 def _trial_seed(input_seed: int, trial: int) -> int:

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 # Importing the platforms (cpu, cuda) captures their clocks, events and synchronize before any candidate
-# code exists in this process.
-from kforge.platforms import Platform, get_platform
+# code exists in this process (and once for every worker a fork server starts): the package loads them lazily.
+from kforge.platforms import Platform, cpu, cuda, get_platform, mps, rocm, xpu  # noqa: F401
 from kforge.problem import Problem, import_file, load_problem, seed_everything
 from kforge.verify import run_phase, tensors
 from kforge.verify.builds import BuildFailure, BuildRecorder, compiler_errors
