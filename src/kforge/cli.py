@@ -6,7 +6,7 @@ import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
@@ -181,7 +181,7 @@ def _say_sandbox(required: bool) -> None:
               highlight=False)
 
 
-def _bad_input(message: str, as_json: bool) -> None:
+def _bad_input(message: str, as_json: bool) -> NoReturn:
     if as_json:
         sys.stdout.write(json.dumps({"error": message}) + "\n")
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
@@ -391,7 +391,7 @@ def _refuse_settings_given_again(ctx: typer.Context, run_id: int) -> None:
     given = [param for param in ctx.command.params if param.name not in _SAID_AGAIN_ON_RESUME and typed(param)]
     if given:
         names = ", ".join("/".join(p.opts + p.secondary_opts) if p.param_type_name == "option"
-                          else p.human_readable_name for p in given)
+                          else str(getattr(p, "human_readable_name", p.name)) for p in given)
         _bad_input(f"run {run_id} keeps the settings it started with: drop {names} from --resume, or start a new "
                    "run to change them", False)
 
@@ -537,7 +537,7 @@ def suite_command(
         _bad_input(str(exc), False)
     from kforge.suite.admission import gb
     from kforge.suite.ray_pool import RayUnavailable, ray_slots
-    from kforge.suite.runner import LocalSlot, finish, gpu_memory, run_suite, slots_for
+    from kforge.suite.runner import LocalSlot, SlotRunner, finish, gpu_memory, run_suite, slots_for
     from kforge.suite.task import TaskSpec
     from kforge.verify.evaluate import EvalOptions, TimingSettings
     from kforge.verify.sandbox import SandboxUnavailable
@@ -557,7 +557,7 @@ def suite_command(
 
     try:
         slots = slots_for(platform, workers) if not ray else []
-        runners = ray_slots(ray, workers) if ray else [LocalSlot(slot, out_dir) for slot in slots]
+        runners: list[SlotRunner] = ray_slots(ray, workers) if ray else [LocalSlot(slot, out_dir) for slot in slots]
     except RayUnavailable as exc:
         _bad_input(str(exc), False)
     memory = gpu_memory(platform, slots)

@@ -103,7 +103,7 @@ def parse_order(reply: str, stages: Sequence[str]) -> tuple[list[str], list[str]
     notes: list[str] = []
     for name in names:
         stage = stage_of(name)
-        if stage in stages:
+        if stage is not None and stage in stages:
             order.append(stage)
         else:
             notes.append(f"the planner named {name!r}, which is not a stage to order here")

@@ -43,7 +43,7 @@ def export_run(store: Store, run_id: int, out_dir: Path, *, as_op: str | None = 
     out_dir.mkdir(parents=True, exist_ok=True)
     if best is not None:
         solution = out_dir / "solution.py"
-        if build:
+        if build and run.platform is not None:  # a run with no platform on record is written without a build
             exported = export_solution(best.attempt.source, run.platform, solution)
             report.written += exported.written
             if exported.note:
@@ -54,6 +54,8 @@ def export_run(store: Store, run_id: int, out_dir: Path, *, as_op: str | None = 
     else:
         report.notes.append(f"run {run_id} has no correct solution: only its record is written")
     if as_op is not None:
+        if run.problem_path is None:
+            raise ExportError(f"run {run_id} has no problem file on record; the operator needs its reference Model")
         problem = Path(run.problem_path)
         if not problem.is_file():
             raise ExportError(f"the run's problem file is gone ({problem}); the operator needs its reference Model")

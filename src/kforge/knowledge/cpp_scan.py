@@ -219,7 +219,9 @@ def block_shape(argument: str, dim3s: dict[str, str], constants: Constants) -> t
 
 def split_top_level(text: str) -> list[str]:
     """`text` cut at the commas outside any brackets."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char in "([{<":
             depth += 1

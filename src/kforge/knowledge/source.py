@@ -50,8 +50,8 @@ class CandidateSource:
                 pieces = []
                 for value in node.values:
                     parts_of_fstrings.add(id(value))
-                    is_text = isinstance(value, ast.Constant) and isinstance(value.value, str)
-                    pieces.append(value.value if is_text else "?")  # type: ignore[union-attr]
+                    text = value.value if isinstance(value, ast.Constant) else None
+                    pieces.append(text if isinstance(text, str) else "?")
                 found.append(CodeString("".join(pieces), node.lineno))
         for node in ast.walk(self.tree):
             if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
@@ -82,7 +82,7 @@ class CandidateSource:
 
 
 def _docstring_nodes(tree: ast.Module) -> list[ast.AST]:
-    found = []
+    found: list[ast.AST] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]

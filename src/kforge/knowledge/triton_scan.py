@@ -155,8 +155,8 @@ def _defaults(kernel: ast.FunctionDef) -> Env:
 
 def _values(node: ast.expr, env: Env) -> frozenset[int] | None:
     if isinstance(node, ast.Constant):
-        ok = isinstance(node.value, int) and not isinstance(node.value, bool)
-        return frozenset({node.value}) if ok else None
+        value = node.value
+        return frozenset({value}) if isinstance(value, int) and not isinstance(value, bool) else None
     if isinstance(node, ast.Name):
         return env.get(node.id)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):

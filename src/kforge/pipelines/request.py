@@ -162,7 +162,8 @@ def resumed_budget(store: Store, run_id: int, current: Budget) -> Budget:
     the environment or kforge.toml, wins: that is how a run stopped by its budget goes on)."""
     run = store.get_run(run_id)
     recorded = run.budgets if run is not None else {}
-    chosen = {name: value if value is not None else recorded.get(name) for name, value in _limits(current).items()}
+    chosen: dict[str, Any] = {name: value if value is not None else recorded.get(name)
+                              for name, value in _limits(current).items()}
     return Budget(**chosen)
 
 

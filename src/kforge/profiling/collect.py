@@ -11,6 +11,7 @@ time per call is measured separately, without the profiler, with the platform's 
 
 from __future__ import annotations
 
+import functools
 import statistics
 import warnings
 from collections import defaultdict
@@ -65,7 +66,7 @@ def _wall_times_us(call: Call, make_inputs: MakeInputs, platform: Platform, call
     for index in range(calls):
         inputs = make_inputs(seed + index)
         platform.synchronize()
-        _, elapsed_ns = platform.time_call(lambda inputs=inputs: call(inputs))
+        _, elapsed_ns = platform.time_call(functools.partial(call, inputs))
         times.append(elapsed_ns / 1e3)
     return times
 

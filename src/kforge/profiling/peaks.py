@@ -7,6 +7,7 @@ as a JSON file named by device, torch version and dtype, since neither changes b
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -84,7 +85,7 @@ def _matmul_rate(platform: Platform, dtype: torch.dtype, plan: PeakPlan) -> tupl
     while True:
         a = torch.randn(n, n, device=platform.device).to(dtype)
         b = torch.randn(n, n, device=platform.device).to(dtype)
-        elapsed = _best_ns(platform, lambda a=a, b=b: torch.mm(a, b), plan.repeats)
+        elapsed = _best_ns(platform, functools.partial(torch.mm, a, b), plan.repeats)
         if elapsed / 1e6 >= plan.matmul_target_ms or 2 * n > plan.matmul_max_n:
             return 2 * n**3 / (elapsed / 1e9), n
         n *= 2

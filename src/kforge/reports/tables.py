@@ -94,7 +94,7 @@ def attempts_table(store: Store, run_id: int, title: str | None = None) -> Fitte
     the two speedups stack in one column."""
     best = store.best_attempt(run_id)
     best_id = best.attempt.id if best else None
-    rows = []
+    rows: list[dict[str, Any]] = []
     for attempt in store.attempts_of(run_id):
         evaluation = store.evaluation_of(attempt.id)
         usage = (evaluation.verdict.get("llm_usage") or {}) if evaluation else {}

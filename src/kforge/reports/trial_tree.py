@@ -91,7 +91,7 @@ def trial_tree(store: Store, run_id: int) -> Tree | None:
                     grow(child, attempt.id)
 
     start_attempt = next((a for a in attempts if a.id == start), None)
-    kernel = root.add(Text(f"start: {_attempt_label(start_attempt, evaluations.get(start))}" if start_attempt
+    kernel = root.add(Text(f"start: {_attempt_label(start_attempt, evaluations.get(start_attempt.id))}" if start_attempt
                            else f"start: attempt {_number(numbers, start)}"))
     grow(kernel, start)
     return root

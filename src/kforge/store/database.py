@@ -166,7 +166,7 @@ class Store:
     def list_runs(self, *, limit: int | None = None, status: RunStatus | None = None) -> list[Run]:
         """Runs, newest first; `status` picks by the status as it stands (a run whose owner is gone is
         interrupted, not running)."""
-        sql, args = "SELECT * FROM runs", []
+        sql, args = "SELECT * FROM runs", list[Any]()
         if status is not None:
             # A run recorded `running` may stand as interrupted, so both are read and each judged as it stands.
             recorded = ["running", "interrupted"] if status == "interrupted" else [status]

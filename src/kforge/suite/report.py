@@ -5,6 +5,7 @@ Drawn with matplotlib from the rows and the summary only."""
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 from collections.abc import Callable
@@ -81,7 +82,7 @@ def page(rows: list[SuiteRow], summary: Summary) -> str:
                ("Rejections by rule", rules_chart)]
     images = []
     for title, draw in figures:
-        png = _png(lambda axes, draw=draw: draw(axes, rows, summary))
+        png = _png(functools.partial(_drawn, draw, rows, summary))
         images.append(f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,'
                       f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(title)}</figcaption></figure>')
     head = "".join(f"<th>{html.escape(cell)}</th>" for cell in HEADER)
@@ -138,6 +139,11 @@ def rules_chart(axes: Axes, _rows: list[SuiteRow], summary: Summary) -> None:
         return
     axes.barh(list(rules), list(rules.values()))
     axes.set_xlabel("problems whose last verdict named the rule")
+
+
+def _drawn(chart: Callable[[Axes, list[SuiteRow], Summary], None], rows: list[SuiteRow], summary: Summary,
+           axes: Axes) -> None:
+    chart(axes, rows, summary)
 
 
 def _png(draw: Callable[[Axes], None]) -> bytes:

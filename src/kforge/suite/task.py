@@ -164,7 +164,12 @@ def run_job(spec_file: Path, row_file: Path, log: Path | None) -> None:
     spec = TaskSpec.model_validate_json(spec_file.read_text())
     with open(log, "a", buffering=1) if log is not None else contextlib.nullcontext() as events:
         started = time.monotonic()
-        say = (lambda text: events.write(f"{time.monotonic() - started:7.1f} s  {text}\n")) if events else None
+
+        def logged(text: str) -> None:
+            if events:
+                events.write(f"{time.monotonic() - started:7.1f} s  {text}\n")
+
+        say = logged if events else None
         row = run_task(spec, say)
         if say:  # the outcome ends the log, whatever it is: a problem refused before any event has it alone
             say(row.status + (f": {row.reason}" if row.reason else ""))

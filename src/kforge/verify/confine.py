@@ -74,7 +74,9 @@ class SyscallRule:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SyscallRule:
-        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+        fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                  for key, value in data.items()}
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,9 @@ class Confinement:
     def from_json(cls, text: str) -> Confinement:
         data = json.loads(text)
         rules = tuple(SyscallRule.from_dict(rule) for rule in data.pop("syscall_rules", []))
-        return cls(syscall_rules=rules,
-                   **{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+        fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                  for key, value in data.items()}
+        return cls(syscall_rules=rules, **fields)
 
 
 @dataclass

@@ -127,7 +127,7 @@ class ExitRequest(_Message):
 
 Request = Annotated[LoadRequest | RunRequest | TimeRequest | StageRequest | BatchRequest | HandOverRequest
                     | BuildRequest | TryRequest | ProfileRequest | ExitRequest, Field(discriminator="op")]
-_REQUEST = TypeAdapter(Request)
+_REQUEST: TypeAdapter[Any] = TypeAdapter(Request)
 
 
 def parse_request(line: str | bytes) -> Request:

@@ -18,6 +18,7 @@ import sysconfig
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import kforge
 from kforge.verify import worker_user
@@ -70,20 +71,20 @@ def confinement_for(worker: Path, writable: Iterable[Path], environment: Mapping
     )
 
 
-def syscall_rules(table: Iterable[Mapping[str, object]], platform: str | None = None) -> tuple[SyscallRule, ...]:
+def syscall_rules(table: Iterable[Mapping[str, Any]], platform: str | None = None) -> tuple[SyscallRule, ...]:
     """The `[[syscall_rules]]` of sandbox.toml (or of its run phase) with their names resolved: those that hold
     on `platform` (a rule naming no platforms holds on all; `platform` None keeps every rule)."""
     resolved = []
     for rule in table:
-        platforms = list(rule.get("platforms", []))  # type: ignore[call-overload]
+        platforms = list(rule.get("platforms", []))
         if platform is not None and platforms and platform not in platforms:
             continue
         resolved.append(SyscallRule(
-            calls=tuple(rule["calls"]),  # type: ignore[call-overload]
+            calls=tuple(rule["calls"]),
             error=int(getattr(errno, str(rule.get("errno", "EPERM")))),
-            arg=int(rule.get("arg", 0)),  # type: ignore[call-overload]
-            any_bits=_flags(rule.get("any_flag", [])),  # type: ignore[arg-type]
-            no_bits=_flags(rule.get("no_flag", [])),  # type: ignore[arg-type]
+            arg=int(rule.get("arg", 0)),
+            any_bits=_flags(rule.get("any_flag", [])),
+            no_bits=_flags(rule.get("no_flag", [])),
         ))
     return tuple(resolved)
 

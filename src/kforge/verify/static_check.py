@@ -146,7 +146,10 @@ class _Checker(ast.NodeVisitor):
             self.flag("static.try-except", node, "try/except in a candidate: a fallback path hides failures")
         self.generic_visit(node)
 
-    visit_TryStar = visit_Try
+    def visit_TryStar(self, node: ast.TryStar) -> None:
+        if node.handlers:
+            self.flag("static.try-except", node, "try/except* in a candidate: a fallback path hides failures")
+        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -243,7 +246,7 @@ class _Checker(ast.NodeVisitor):
             elif target is not None and name in ("setattr", "delattr"):
                 self.flag("static.monkeypatch", node, f"calls {name}() on {target}")
             elif target is not None and name == "getattr":
-                self.check_resolved_call(f"{target}.{node.args[1].value}", node)  # type: ignore[union-attr]
+                self.check_resolved_call(f"{target}.{getattr(node.args[1], 'value', '?')}", node)
 
     def check_resolved_call(self, callee: str, node: ast.Call) -> None:
         if self.check_torch_path(callee, node):
