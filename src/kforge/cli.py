@@ -443,8 +443,8 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, budget: An
     out.print(costs_line(store, run_id), markup=False, highlight=False)
     result = outcome.result
     err.print(f"stopped: {result.stop_reason}", markup=False, highlight=False)
-    can_go_on = result.stop_reason.startswith(("the model failed", "budget reached"))
-    resume = _resume_hint(result.stop_reason, resume)
+    can_go_on = result.stop.can_go_on
+    resume = _resume_hint(result.stop, resume)
     if result.best is None:
         if can_go_on:
             err.print(f"resume with: {resume}", markup=False, highlight=False)
@@ -473,10 +473,13 @@ def _run_and_report(store: Any, run_id: int, request: Any, chat: Any, budget: An
         raise typer.Exit(EXIT_NOT_CORRECT)
 
 
-def _resume_hint(stop_reason: str, resume: str) -> str:
-    """The command that resumes the run. A resumed run keeps the LLM budget it started with, and what it spent
-    counts again, so one stopped by that budget needs a larger one (the time budget starts afresh)."""
-    if stop_reason.startswith("budget reached: LLM budget"):
+def _resume_hint(stop: Any, resume: str) -> str:
+    """The command that resumes the run (`stop`: its StopKind). A resumed run keeps the LLM budget it started with,
+    and what it spent counts again, so one stopped by that budget needs a larger one (the time budget starts
+    afresh)."""
+    from kforge.pipelines.stop import StopKind
+
+    if stop is StopKind.LLM_BUDGET:
         return f"{resume} and a larger budget (--max-usd, --max-calls, or KFORGE_MAX_TOKENS)"
     return resume
 

@@ -17,6 +17,7 @@ from kforge.llm.messages import Completion, Usage
 from kforge.pipelines.events import Reporter
 from kforge.pipelines.judging import ANALYSIS_VIEW, AttemptJudge, AttemptRecord, Lineage
 from kforge.pipelines.loop import KForgeLoop, LoopSettings, is_faster
+from kforge.pipelines.stop import StopKind
 from kforge.store import Store
 from kforge.verify.verdict import Outcome, TimingStats, Verdict
 
@@ -110,6 +111,7 @@ def test_stops_when_rounds_stop_improving(tmp_path: Path) -> None:
                                     LoopSettings(rounds=5, patience=2))
     assert judged == ["ms=1.0", "ms=3.0"]  # the second ms=1.0 is the same source: judged once, reused
     assert result.stop_reason == "no improvement in 2 consecutive rounds"
+    assert result.stop is StopKind.FINISHED and not result.stop.can_go_on
 
 
 def test_candidates_are_requested_concurrently(tmp_path: Path) -> None:
@@ -126,6 +128,7 @@ def test_budget_reached_ends_the_run_cleanly(tmp_path: Path) -> None:
     result, judged, _, store = run_loop(tmp_path, [], LoopSettings(attempts=5), chat)
     assert judged == ["bad", "bad2"] and result.best is None
     assert result.stop_reason.startswith("budget reached")
+    assert result.stop is StopKind.LLM_BUDGET and result.stop.can_go_on  # what the CLI's resume hint reads
     assert len(store.attempts_of(1)) == 2
 
 
@@ -229,3 +232,15 @@ def test_a_starting_kernel_and_the_analysts_reply_are_said_once_each_in_one_line
     assert len(advice) == 1 and "\n" not in advice[0] and len(advice[0]) <= 140 and advice[0].endswith("…"), advice
     assert advice[0].startswith("round 1: analyst recommends: fuse the scale into the kernel's store")
     assert result.recommendations == [" ".join(LongWindedChat.REPLY.removeprefix("Recommendation:").split())]
+
+
+def test_the_resume_hint_reads_the_stop_kind_not_its_prose() -> None:
+    from kforge.cli import _resume_hint
+
+    exhausted = BudgetExceeded("anything at all", limit="max_usd")
+    assert StopKind.of_budget(exhausted) is StopKind.LLM_BUDGET
+    assert StopKind.of_budget(BudgetExceeded("anything", limit="max_wall_s")) is StopKind.TIME_BUDGET
+    assert _resume_hint(StopKind.LLM_BUDGET, "kforge optimize --resume 3").endswith("and a larger budget "
+                                                                                   "(--max-usd, --max-calls, or "
+                                                                                   "KFORGE_MAX_TOKENS)")
+    assert _resume_hint(StopKind.TIME_BUDGET, "kforge optimize --resume 3") == "kforge optimize --resume 3"

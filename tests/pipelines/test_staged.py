@@ -28,6 +28,7 @@ from kforge.pipelines.loop import KForgeLoop, LoopSettings
 from kforge.pipelines.recording import RecordingChatModel
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
 from kforge.pipelines.staged import StagedAgents, StagedPipeline, StagedSettings
+from kforge.pipelines.stop import StopKind
 from kforge.reports.trial_tree import stage_gains, trial_tree
 from kforge.store import Store
 from tests.conftest import PROBLEMS
@@ -193,7 +194,7 @@ def test_a_resumed_run_repeats_the_decisions_without_redoing_work(server: Script
     server.push(*(openai_completion(reply) for reply in SCRIPT[:4]))
     harness = Harness(server, tmp_path)
     first = harness.pipeline(SETTINGS, budget=Budget(max_calls=4)).run(kernel("ms=2.0"))
-    assert first.stop_reason.startswith("budget reached")
+    assert first.stop_reason.startswith("budget reached") and first.stop is StopKind.LLM_BUDGET
     assert harness.judge.judged == ["ms=2.0", "ms=1.0"] and harness.profiled == [1, 3]
 
     server.push(*(openai_completion(reply) for reply in SCRIPT[4:]))

@@ -25,6 +25,7 @@ from kforge.llm.budget import BudgetExceeded
 from kforge.llm.errors import LLMError
 from kforge.pipelines.events import EventSink, Reporter, gist
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
+from kforge.pipelines.stop import StopKind
 from kforge.store import Store
 from kforge.verify.compare import is_faster  # also imported from here by callers of the loop
 
@@ -46,6 +47,7 @@ class LoopResult:
     best: AttemptRecord | None = None
     stop_reason: str = ""
     recommendations: list[str] = field(default_factory=list)
+    stop: StopKind = StopKind.FINISHED
 
 
 
@@ -80,9 +82,9 @@ class KForgeLoop:
                 return self.result
             self._optimization_pass()
         except BudgetExceeded as exc:
-            self.result.stop_reason = f"budget reached: {exc}"
+            self.result.stop_reason, self.result.stop = f"budget reached: {exc}", StopKind.of_budget(exc)
         except LLMError as exc:  # the model failed for good (retries spent): what was judged stays
-            self.result.stop_reason = f"the model failed: {exc}"
+            self.result.stop_reason, self.result.stop = f"the model failed: {exc}", StopKind.MODEL_FAILED
         return self.result
 
     # ---- passes ------------------------------------------------------------------------------------------

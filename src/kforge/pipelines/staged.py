@@ -37,6 +37,7 @@ from kforge.pipelines.events import EventSink, Reporter
 from kforge.pipelines.judging import AttemptJudge, AttemptRecord, Evaluator, Lineage, Profiler, analysis_view
 from kforge.pipelines.loop import LoopResult
 from kforge.pipelines.stage_knowledge import KnowledgeAccess
+from kforge.pipelines.stop import StopKind
 from kforge.store import Store
 from kforge.verify.compare import is_faster
 
@@ -68,6 +69,7 @@ class StagedResult:
     plans: list[tuple[str, ...]] = field(default_factory=list)
     attempts: list[AttemptRecord] = field(default_factory=list)
     stop_reason: str = ""
+    stop: StopKind = StopKind.FINISHED
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,9 @@ class StagedPipeline:
                 self.result.start = self.result.best = start
                 self._stages(start)
         except BudgetExceeded as exc:
-            self.result.stop_reason = f"budget reached: {exc}"
+            self.result.stop_reason, self.result.stop = f"budget reached: {exc}", StopKind.of_budget(exc)
         except LLMError as exc:  # the model failed for good (retries spent): what was judged stays
-            self.result.stop_reason = f"the model failed: {exc}"
+            self.result.stop_reason, self.result.stop = f"the model failed: {exc}", StopKind.MODEL_FAILED
         return self.result
 
     def _start(self, source: str | None) -> AttemptRecord | None:
@@ -123,7 +125,7 @@ class StagedPipeline:
         loop = self.functional_pass()
         self.result.attempts[:0] = loop.attempts
         if loop.best is None:
-            self.result.stop_reason = loop.stop_reason
+            self.result.stop_reason, self.result.stop = loop.stop_reason, loop.stop
         return loop.best
 
     def _stages(self, current: AttemptRecord) -> None:
