@@ -220,3 +220,14 @@ def test_the_cli_default_of_timing_rounds_is_the_harness_default() -> None:
     from kforge.verify.evaluate import TimingSettings
 
     assert TimingSettings().rounds == DEFAULT_TIMING_ROUNDS
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", str(PROBLEMS / "leaky_scale.py"), str(CANDIDATES / "leaky_scale" / "honest.py"), "--baseline", "eagr"],
+    ["optimize", str(PROBLEMS / "leaky_scale.py"), "--model", "builtin", "--baseline", "eagr"],
+    ["suite", str(PROBLEMS / "leaky_scale.py"), "--out", "{tmp}", "--baseline", "eagr"]])
+def test_every_command_refuses_an_unknown_baseline_the_same_way(tmp_path: Path, command: list[str]) -> None:
+    """eval, optimize and suite build their evaluation options from flags one way (cli._eval_options)."""
+    result = kforge(*(part.format(tmp=tmp_path / "out") for part in command))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == "error: unknown baseline eagr; choose eager or compile"

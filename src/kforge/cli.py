@@ -137,21 +137,16 @@ def eval_command(
     _need_file(solution, "solution", as_json)
     from kforge.platforms import PlatformError
     from kforge.problem import ProblemError, SolutionError
-    from kforge.verify.evaluate import EvalOptions, TimingSettings, evaluate
+    from kforge.verify.evaluate import evaluate
     from kforge.verify.policy import Policy
     from kforge.verify.sandbox import SandboxUnavailable
     policy = Policy(allow_ops=frozenset(allow_op or ()))
     if allow_vendor_gemm:
         policy = policy.allowing_vendor_gemm()
-    baselines = () if no_baselines else tuple(baseline or ("eager", "compile"))
-    unknown = set(baselines) - {"eager", "compile"}
-    if unknown:
-        _bad_input(f"unknown baseline {', '.join(sorted(unknown))}; choose eager or compile", as_json)
-    options = EvalOptions(platform=platform, language=language, timeout_s=timeout, build_timeout_s=build_timeout,
-                          memory_mb=memory_mb or None, trials=trials, seed=seed, input_seed=input_seed,
-                          baselines=baselines,
-                          measure=not no_timing, policy=policy, require_sandbox=require_sandbox,
-                          timing=TimingSettings(rep_ms=rep_ms, rounds=rounds))
+    options = _eval_options(as_json, rep_ms=rep_ms, rounds=rounds, baselines=baseline, no_baselines=no_baselines,
+                            platform=platform, language=language, timeout_s=timeout, build_timeout_s=build_timeout,
+                            memory_mb=memory_mb or None, trials=trials, seed=seed, input_seed=input_seed,
+                            measure=not no_timing, policy=policy, require_sandbox=require_sandbox)
     try:
         if as_json:
             verdict = evaluate(problem, solution, options)
@@ -186,6 +181,22 @@ def _bad_input(message: str, as_json: bool) -> NoReturn:
         sys.stdout.write(json.dumps({"error": message}) + "\n")
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _eval_options(as_json: bool = False, *, rep_ms: float, rounds: int, baselines: list[str] | None,
+                  no_baselines: bool = False, **settings: Any) -> Any:
+    """The one way a command's flags become EvalOptions: baselines default to both and are checked by name, the
+    timing from --rep-ms and --timing-rounds (--rounds for eval); bad input (exit 2) for anything EvalOptions
+    refuses."""
+    from pydantic import ValidationError
+
+    from kforge.verify.evaluate import EvalOptions, TimingSettings
+
+    try:
+        return EvalOptions(baselines=() if no_baselines else tuple(baselines or ("eager", "compile")),
+                           timing=TimingSettings(rep_ms=rep_ms, rounds=rounds), **settings)
+    except ValidationError as exc:
+        _bad_input("; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors()), as_json)
 
 
 def _need_file(path: Path, what: str, as_json: bool) -> None:
@@ -331,14 +342,13 @@ def optimize_command(
     from kforge.platforms import PlatformError
     from kforge.problem import ProblemError, SolutionError
     from kforge.store import Store
-    from kforge.verify.evaluate import EvalOptions, TimingSettings
     from kforge.verify.sandbox import SandboxUnavailable
 
     try:
         settings = load_settings({"model": model, "base_url": base_url, "db": db, "no_cache": no_cache or None,
                                   "max_usd": max_usd, "max_calls": max_calls})
-        eval_options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms, rounds=timing_rounds),
-                                   baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
+        eval_options = _eval_options(rep_ms=rep_ms, rounds=timing_rounds, baselines=baseline, timeout_s=timeout,
+                                     require_sandbox=require_sandbox)
         with Store(settings.db_path) as store:
             if resume is not None:
                 _refuse_settings_given_again(ctx, resume)
@@ -522,6 +532,9 @@ def suite_command(
     timeout: Annotated[float, typer.Option(metavar="SECONDS",
         help="Seconds each step of running a candidate may take.")] = 120.0,
     rep_ms: Annotated[float, typer.Option(metavar="MS", help="Milliseconds of timed calls per measurement.")] = 1000.0,
+    timing_rounds: Annotated[int, typer.Option(metavar="N", min=1, help=(
+        "Rounds each measurement's timed calls are split into, taken in turn with the baselines' "
+        "(see kforge eval --rounds)."))] = DEFAULT_TIMING_ROUNDS,
     baseline: Annotated[list[str] | None, typer.Option(metavar="NAME",
         help="Baselines to time: eager, compile.")] = None,
     require_sandbox: Annotated[bool, typer.Option(
@@ -542,13 +555,12 @@ def suite_command(
     from kforge.suite.ray_pool import RayUnavailable, ray_slots
     from kforge.suite.runner import LocalSlot, SlotRunner, finish, gpu_memory, run_suite, slots_for
     from kforge.suite.task import TaskSpec
-    from kforge.verify.evaluate import EvalOptions, TimingSettings
     from kforge.verify.sandbox import SandboxUnavailable
 
     try:
         _say_sandbox(require_sandbox)
-        options = EvalOptions(timeout_s=timeout, timing=TimingSettings(rep_ms=rep_ms),
-                              baselines=tuple(baseline or ("eager", "compile")), require_sandbox=require_sandbox)
+        options = _eval_options(rep_ms=rep_ms, rounds=timing_rounds, baselines=baseline, timeout_s=timeout,
+                                require_sandbox=require_sandbox)
     except SandboxUnavailable as exc:
         _bad_input(str(exc), False)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import psutil
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kforge.paths import cache_dir
 from kforge.platforms import Platform, get_platform
@@ -101,6 +101,10 @@ _REFUSED = re.compile(r"Permission denied|Operation not permitted|\bE(ACCES|PERM
                       r"\[Errno (13|1)\]|can't create")
 
 
+# What a candidate can be timed against: PyTorch eager and torch.compile of the reference.
+BASELINE_NAMES = ("eager", "compile")
+
+
 class EvalOptions(BaseModel):
     """Everything that shapes one evaluation; the defaults are what `kforge eval` uses."""
 
@@ -126,6 +130,14 @@ class EvalOptions(BaseModel):
     require_sandbox: bool = Field(False, description=(
         "refuse to evaluate where the kernel cannot enforce every limit of the sandbox (no Landlock, as under "
         "gVisor or an old kernel; no seccomp); by default such an evaluation goes on, with a warning"))
+
+    @field_validator("baselines")
+    @classmethod
+    def _known_baselines(cls, baselines: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(baselines) - set(BASELINE_NAMES))
+        if unknown:
+            raise ValueError(f"unknown baseline {', '.join(unknown)}; choose {' or '.join(BASELINE_NAMES)}")
+        return tuple(dict.fromkeys(baselines))
 
 
 class _Failed(Exception):
