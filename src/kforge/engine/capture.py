@@ -147,11 +147,21 @@ _ROW_FUNCTIONS: dict[Any, str] = {torch.softmax: "softmax", F.softmax: "softmax"
                                   F.log_softmax: "log_softmax"}
 _VIEW_METHODS = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "view_as", "reshape_as"}
 _VIEW_FUNCTIONS = {torch.reshape, torch.unsqueeze, torch.squeeze, torch.flatten}
-_POOL_FUNCTIONS: dict[Any, tuple[str, int]] = {F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2),
-                                               F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2)}
+_POOL_FUNCTIONS: dict[Any, tuple[str, int]] = {
+    F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2), F.max_pool3d: ("max_pool", 3),
+    F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2), F.avg_pool3d: ("avg_pool", 3)}
 _ADAPTIVE_FUNCTIONS: dict[Any, tuple[str, int]] = {
     F.adaptive_avg_pool1d: ("avg_pool", 1), F.adaptive_avg_pool2d: ("avg_pool", 2),
-    F.adaptive_max_pool1d: ("max_pool", 1), F.adaptive_max_pool2d: ("max_pool", 2)}
+    F.adaptive_avg_pool3d: ("avg_pool", 3), F.adaptive_max_pool1d: ("max_pool", 1),
+    F.adaptive_max_pool2d: ("max_pool", 2), F.adaptive_max_pool3d: ("max_pool", 3)}
+# Pooling layers: (op, pooled dims).
+_POOL_MODULES: dict[type, tuple[str, int]] = {
+    nn.MaxPool1d: ("max_pool", 1), nn.MaxPool2d: ("max_pool", 2), nn.MaxPool3d: ("max_pool", 3),
+    nn.AvgPool1d: ("avg_pool", 1), nn.AvgPool2d: ("avg_pool", 2), nn.AvgPool3d: ("avg_pool", 3)}
+_ADAPTIVE_MODULES: dict[type, tuple[str, int]] = {
+    nn.AdaptiveAvgPool1d: ("avg_pool", 1), nn.AdaptiveAvgPool2d: ("avg_pool", 2),
+    nn.AdaptiveAvgPool3d: ("avg_pool", 3), nn.AdaptiveMaxPool1d: ("max_pool", 1),
+    nn.AdaptiveMaxPool2d: ("max_pool", 2), nn.AdaptiveMaxPool3d: ("max_pool", 3)}
 _IDENTITY_METHODS = {"contiguous", "clone", "detach"}
 _HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", operator.matmul: "matmul",
                                     torch.mm: "matmul", torch.bmm: "bmm", F.conv1d: "conv1d", F.conv2d: "conv2d",
@@ -161,8 +171,7 @@ _CONV_MODULES: dict[type, str] = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.C
                                   nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d"}
 # Names the user sees for layers that have no lowering (the rest are named by their class).
 _MODULE_NAMES = {nn.BatchNorm1d: "batch_norm", nn.BatchNorm2d: "batch_norm", nn.Dropout: "dropout",
-                 nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm",
-                 nn.MaxPool1d: "max_pool1d", nn.MaxPool2d: "max_pool2d", nn.AvgPool2d: "avg_pool2d"}
+                 nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm"}
 
 
 class _Lowerer:
@@ -321,18 +330,15 @@ class _Lowerer:
         if isinstance(module, nn.Identity) or (isinstance(module, nn.Dropout) and
                                                (module.p == 0 or not module.training)):
             return x
-        if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d)):
-            op = "max_pool" if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d)) else "avg_pool"
-            rank = 1 if isinstance(module, (nn.MaxPool1d, nn.AvgPool1d)) else 2
+        if type(module) in _POOL_MODULES:
+            op, rank = _POOL_MODULES[type(module)]
             fields = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "count_include_pad",
                       "divisor_override", "return_indices")
             return self._pool(node, op, rank, x, {f: getattr(module, f) for f in fields if hasattr(module, f)})
-        if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool1d,
-                               nn.AdaptiveMaxPool2d)):
+        if type(module) in _ADAPTIVE_MODULES:
             if getattr(module, "return_indices", False):
                 raise cannot_lower("adaptive_max_pool (returning indices)")
-            op = "avg_pool" if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d)) else "max_pool"
-            rank = 1 if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d)) else 2
+            op, rank = _ADAPTIVE_MODULES[type(module)]
             return self._adaptive_pool(node, op, rank, x, module.output_size)
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             return self._batch_norm(node, x, module, path)

@@ -43,8 +43,8 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
 - `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped);
   `permute`: `dims` (a permutation; the backends leave it to Python between kernels);
   a slice whose end is a run-time size has args `(x, stop)`, `stop` naming a `size` node (the attr is None);
-- `max_pool`/`avg_pool`: `kernel`, `stride`, `padding`, `dilation` (tuples, one per pooled dim: the last one
-  or two), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
+- `max_pool`/`avg_pool`: `kernel`, `stride`, `padding`, `dilation` (tuples, one per pooled dim: the last one,
+  two or three), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
 - `cumsum`/`cumprod`/`cummax` (values only): `dim`; `tril`/`triu`: `diagonal`, `fill` (what the cut-off part
   becomes: 0.0, or -inf for an attention mask); `cat`: `dim`, args the tensors joined;
 - `flip`: `dims` (non-negative; at most four dims in all);
@@ -417,12 +417,13 @@ def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
     options = {"kernel_size": node.attr("kernel"), "stride": node.attr("stride"), "padding": node.attr("padding"),
                "ceil_mode": node.attr("ceil_mode")}
     if op == "max_pool":
-        pool = F.max_pool1d if rank == 1 else F.max_pool2d
+        pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[rank - 1]
         return pool(x, dilation=node.attr("dilation"), **options)
     if rank == 1:
         return F.avg_pool1d(x, count_include_pad=node.attr("count_include_pad"), **options)
-    return F.avg_pool2d(x, count_include_pad=node.attr("count_include_pad"), divisor_override=node.attr("divisor"),
-                        **options)
+    average = F.avg_pool2d if rank == 2 else F.avg_pool3d
+    return average(x, count_include_pad=node.attr("count_include_pad"), divisor_override=node.attr("divisor"),
+                   **options)
 
 
 def _apply_heavy(node: Node, args: list[Any]) -> torch.Tensor:

@@ -152,12 +152,12 @@ def _context(node: ir.Node) -> dict[str, Any]:
     if kind == "pool":
         rank = len(node.attr("kernel"))
 
-        def pair(key: str, pad: int) -> tuple[int, int]:
-            values = tuple(int(v) for v in node.attr(key))
-            return values if rank == 2 else (pad, values[0])  # type: ignore[return-value]
+        def triple(key: str, pad: int) -> tuple[int, ...]:
+            """The attr over (depth, height, width), the dims not pooled as a window of one."""
+            return (pad,) * (3 - rank) + tuple(int(v) for v in node.attr(key))
 
-        context.update(two_d=rank == 2, k=pair("kernel", 1), s=pair("stride", 1), p=pair("padding", 0),
-                       d=pair("dilation", 1), ceil=str(bool(node.attr("ceil_mode"))).lower(),
+        context.update(rank=rank, k=triple("kernel", 1), s=triple("stride", 1), p=triple("padding", 0),
+                       d=triple("dilation", 1), ceil=str(bool(node.attr("ceil_mode"))).lower(),
                        ceil_py=str(bool(node.attr("ceil_mode"))),
                        include_pad=bool(node.attr("count_include_pad", True)), divisor=node.attr("divisor"))
         context["summary"] = (f"{node.op}{rank}d, window {node.attr('kernel')}, stride {node.attr('stride')}, "
