@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kforge.engine import decompose, ir
+from kforge.engine import decompose, ir, losses
 from kforge.problem import Problem
 
 
@@ -169,6 +169,18 @@ _HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", 
                                     F.conv_transpose2d: "conv_transpose2d"}
 _CONV_MODULES: dict[type, str] = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d",
                                   nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d"}
+# Loss functions and layers: the loss, and the function's parameter names in order (a layer's options are its
+# attributes of those names).
+_LOSS_FUNCTIONS: dict[Any, tuple[str, tuple[str, ...]]] = {
+    F.cross_entropy: ("cross_entropy", ("input", "target", "weight", "size_average", "ignore_index", "reduce",
+                                        "reduction", "label_smoothing")),
+    F.smooth_l1_loss: ("smooth_l1", ("input", "target", "size_average", "reduce", "reduction", "beta")),
+    F.kl_div: ("kl_div", ("input", "target", "size_average", "reduce", "reduction", "log_target")),
+    F.triplet_margin_loss: ("triplet_margin", ("anchor", "positive", "negative", "margin", "p", "eps", "swap",
+                                               "size_average", "reduce", "reduction")),
+}
+_LOSS_MODULES: dict[type, Any] = {nn.CrossEntropyLoss: F.cross_entropy, nn.SmoothL1Loss: F.smooth_l1_loss,
+                                  nn.KLDivLoss: F.kl_div, nn.TripletMarginLoss: F.triplet_margin_loss}
 # Names the user sees for layers that have no lowering (the rest are named by their class).
 _MODULE_NAMES = {nn.BatchNorm1d: "batch_norm", nn.BatchNorm2d: "batch_norm", nn.Dropout: "dropout",
                  nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm"}
@@ -307,6 +319,13 @@ class _Lowerer:
             if module.bias is not None:
                 operands += (self._param(f"{path}.bias"),)
             return self._emit(node, "linear", operands)
+        if type(module) in _LOSS_MODULES:
+            function = _LOSS_MODULES[type(module)]
+            names = _LOSS_FUNCTIONS[function][1]
+            options = {key: getattr(module, key) for key in names if hasattr(module, key)}
+            options.update(zip(names, [self._arg(a) for a in node.args], strict=False))
+            options.update({key: self._arg(value) for key, value in node.kwargs.items()})
+            return self._loss(node, function, options)
         if type(module) in _CONV_MODULES:
             op = _CONV_MODULES[type(module)]
             if module.padding_mode != "zeros" or isinstance(module.padding, str):
@@ -566,6 +585,8 @@ class _Lowerer:
             if not all(isinstance(t, str) for t in tensors):
                 raise cannot_lower("cat (of values that are not tensors)")
             return self._emit(node, "cat", tuple(tensors), dim=int(dim) % len(self.program_shape(tensors[0])))
+        if target in _LOSS_FUNCTIONS:
+            return self._loss(node, target, {**dict(zip(_LOSS_FUNCTIONS[target][1], args, strict=False)), **kwargs})
         if target is F.scaled_dot_product_attention:
             return self._attention(node, args, kwargs)
         if target is F.dropout:
@@ -844,6 +865,65 @@ class _Lowerer:
             raise cannot_lower(f"adaptive_{op}{rank}d (to a size that does not divide the input's)")
         window = tuple(n // w for n, w in zip(sizes, wanted, strict=True))
         return self._pool(node, op, rank, x, {"kernel_size": window, "stride": window})
+
+    def _loss(self, node: torch.fx.Node, function: Any, options: dict[str, Any]) -> str:
+        """A loss function (engine/losses.py) with the options torch's function was given."""
+        kind, names = _LOSS_FUNCTIONS[function]
+        reduction = options.get("reduction", "mean")
+        if options.get("size_average") is not None or options.get("reduce") is not None:
+            raise cannot_lower(f"{kind} (with the old size_average/reduce options)")
+        operands = [options[key] for key in names[:3 if kind == "triplet_margin" else 2]]
+        if not all(isinstance(value, str) for value in operands):
+            raise cannot_lower(f"{kind} (of values that are not tensors)")
+        if reduction not in (*losses.REDUCTIONS, *(("batchmean",) if kind == "kl_div" else ())):
+            raise cannot_lower(f"{kind} (reduction {reduction!r})")
+        if kind == "cross_entropy":
+            return self._cross_entropy(node, operands, options, reduction)
+        like = self._broadcast_operand(kind, operands)
+        if kind == "smooth_l1":
+            return losses.smooth_l1(self, node.name, *operands, like=like, beta=float(options.get("beta", 1.0)),
+                                    reduction=reduction)
+        if kind == "kl_div":
+            return losses.kl_div(self, node.name, *operands, like=like, reduction=reduction,
+                                 log_target=bool(options.get("log_target", False)))
+        if len(self.program_shape(like)) != 2:
+            raise cannot_lower("triplet_margin (of embeddings that are not (batch, features))")
+        return losses.triplet_margin(self, node.name, *operands, like=like,
+                                     margin=float(options.get("margin", 1.0)), p=float(options.get("p", 2.0)),
+                                     eps=float(options.get("eps", 1e-6)), swap=bool(options.get("swap", False)),
+                                     reduction=reduction)
+
+    def _cross_entropy(self, node: torch.fx.Node, operands: list[str], options: dict[str, Any],
+                       reduction: str) -> str:
+        if options.get("weight") is not None or options.get("label_smoothing", 0.0):
+            raise cannot_lower("cross_entropy (with class weights or label smoothing)")
+        x, target = operands
+        spec, target_spec = self.value(x), self.value(target)
+        if len(spec.shape) < 2 or spec.dtype not in ir.FLOAT_DTYPES:
+            raise cannot_lower("cross_entropy (of logits without a class dim)")
+        soft = target_spec.dtype in ir.FLOAT_DTYPES
+        if (soft and target_spec.shape != spec.shape) or (not soft and target_spec.dtype not in ir.INTEGER_DTYPES):
+            raise cannot_lower("cross_entropy (with targets that are neither class indices nor probabilities)")
+        if not spec.is_static(1):
+            raise cannot_lower("cross_entropy (over a number of classes that varies between input sets)")
+        return losses.cross_entropy(self, node.name, x, target, device=self._device_source(), reduction=reduction,
+                                    ignore_index=int(options.get("ignore_index", -100)))
+
+    def _broadcast_operand(self, kind: str, operands: list[str]) -> str:
+        """The operand whose shape is the operands' broadcast shape; refused where each is smaller."""
+        shapes = [self.program_shape(name) for name in operands]
+        full = tuple(torch.broadcast_shapes(*shapes))
+        for name, shape in zip(operands, shapes, strict=True):
+            if tuple(shape) == full:
+                return name
+        raise cannot_lower(f"{kind} (of operands each broadcast to a larger shape)")
+
+    def _device_source(self) -> str:
+        """A tensor input: what a tensor made in the forward takes its device from."""
+        for spec in self.inputs:
+            if not ir.is_number(spec):
+                return spec.name
+        raise cannot_lower("a tensor made in a forward without tensor inputs", op=False)
 
     def _permute(self, node: torch.fx.Node, x: Any, order: Any) -> str:
         if not isinstance(x, str):

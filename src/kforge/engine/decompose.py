@@ -246,3 +246,4 @@ def group_norm(builder: Builder, name: str, x: str, *, groups: int, weight: str 
     back = builder.add(name if weight is None and bias is None else f"{name}_back", "view", (normed,), shape,
                        spec.dtype, static, shape=shape)
     return _affine(builder, name, back, weight, bias)
+
