@@ -413,8 +413,12 @@ class _Lowerer:
             raise cannot_lower(f"{name} ({exc})") from None
 
     def _layer_norm(self, node: torch.fx.Node, x: Any, normalized: Any, weight: Any, bias: Any, eps: float) -> str:
-        if len(tuple(normalized)) != 1:
-            raise cannot_lower("layer_norm (over more than one dim)")
+        count = len(tuple(normalized)) if isinstance(normalized, (tuple, list, torch.Size)) else 1
+        if count > 1:
+            try:
+                return decompose.layer_norm_dims(self, node.name, x, count, weight=weight, bias=bias, eps=float(eps))
+            except ValueError as exc:
+                raise cannot_lower(f"layer_norm ({exc})") from None
         operands: tuple[ir.Arg, ...] = (x,)
         if weight is not None:
             operands += (weight,) if bias is None else (weight, bias)
@@ -447,6 +451,9 @@ class _Lowerer:
             return self._reduce(node, name, x, args[1:], kwargs)
         if name in ir.INDEX_OPS:
             return self._index_reduce(node, name, x, args[1:], kwargs)
+        if name == "norm":
+            return self._norm(node, {**dict(zip(("input", "p", "dim", "keepdim", "dtype"), args, strict=False)),
+                                     **kwargs})
         if name in ("softmax", "log_softmax"):
             return self._emit(node, name, (x,), dim=self._dim(node.args[0], args[1] if len(args) > 1
                                                               else kwargs["dim"]))
@@ -585,6 +592,10 @@ class _Lowerer:
             if not all(isinstance(t, str) for t in tensors):
                 raise cannot_lower("cat (of values that are not tensors)")
             return self._emit(node, "cat", tuple(tensors), dim=int(dim) % len(self.program_shape(tensors[0])))
+        if target in (torch.norm, torch.linalg.vector_norm):
+            names = ("input", "p" if target is torch.norm else "ord", "dim", "keepdim", "out", "dtype")
+            options = {**dict(zip(names, args, strict=False)), **kwargs}
+            return self._norm(node, {**options, "p": options.get("p", options.get("ord", 2))})
         if target in _LOSS_FUNCTIONS:
             return self._loss(node, target, {**dict(zip(_LOSS_FUNCTIONS[target][1], args, strict=False)), **kwargs})
         if target is F.scaled_dot_product_attention:
@@ -708,8 +719,12 @@ class _Lowerer:
 
     def _getitem(self, node: torch.fx.Node, base: Any, index: Any) -> Any:
         if isinstance(base, tuple) and len(base) == 2 and base[0] == "shape":
+            if isinstance(index, slice):  # the sizes of those dims, each a run-time scalar (x.shape[1:])
+                rank = len(self.program_shape(base[1]))
+                return tuple(self.add(f"{node.name}_{d}", "size", (base[1],), (), "float64", (), dim=d)
+                             for d in range(rank)[index])
             if not isinstance(index, int):
-                raise cannot_lower("getitem (a slice of a shape)")
+                raise cannot_lower("getitem (of a shape by a value)")
             return self._size(node, base[1], index)
         if isinstance(base, tuple) and len(base) == 4 and base[0] == "pieces":
             _, source, dim, bounds = base
@@ -917,6 +932,23 @@ class _Lowerer:
             if tuple(shape) == full:
                 return name
         raise cannot_lower(f"{kind} (of operands each broadcast to a larger shape)")
+
+    def _norm(self, node: torch.fx.Node, options: dict[str, Any]) -> str:
+        """torch.norm / Tensor.norm / torch.linalg.vector_norm over given dims (or all): a vector norm."""
+        x, order = options["input"], options.get("p", "fro")
+        if options.get("dtype") is not None or options.get("out") is not None:
+            raise cannot_lower("norm (with a dtype or an output tensor)")
+        if not isinstance(x, str) or self.value(x).dtype not in ir.FLOAT_DTYPES:
+            raise cannot_lower("norm (of a value that is not a float tensor)")
+        if order in ("fro", None):
+            order = 2.0
+        if not isinstance(order, (int, float)):
+            raise cannot_lower(f"norm (p={order!r}: a matrix norm)")
+        rank = len(self.program_shape(x))
+        dim = options.get("dim")
+        dims = list(range(rank)) if dim is None else [int(d) % rank for d in ((dim,) if isinstance(dim, int) else dim)]
+        return decompose.vector_norm(self, node.name, x, float(order), sorted(set(dims)),
+                                     bool(options.get("keepdim", False)))
 
     def _device_source(self) -> str:
         """A tensor input: what a tensor made in the forward takes its device from."""
