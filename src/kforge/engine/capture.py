@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kforge.engine import decompose, ir, losses
+from kforge.engine import decompose, einsum, ir, losses
 from kforge.problem import Problem
 
 
@@ -128,14 +128,16 @@ _UNARY_METHODS = {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
                   "cos", "erf", "sigmoid", "tanh", "relu", "logical_not"}
 _BINARY_FUNCTIONS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
-    torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
+    torch.mul: "mul", torch.multiply: "mul", torch.subtract: "sub", operator.truediv: "div", torch.div: "div",
+    torch.divide: "div", torch.maximum: "maximum",
     torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
     operator.gt: "gt", torch.gt: "gt", operator.ge: "ge", torch.ge: "ge", operator.lt: "lt", torch.lt: "lt",
     operator.le: "le", torch.le: "le", operator.eq: "eq", torch.eq: "eq", operator.ne: "ne", torch.ne: "ne",
     operator.and_: "logical_and", torch.logical_and: "logical_and", operator.or_: "logical_or",
     torch.logical_or: "logical_or",
 }
-_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "multiply": "mul", "subtract": "sub",
+                   "divide": "div", "maximum": "maximum",
                    "minimum": "minimum", "pow": "pow", **{op: op for op in ir.COMPARE_OPS},
                    "logical_and": "logical_and", "logical_or": "logical_or", "__and__": "logical_and",
                    "__or__": "logical_or"}
@@ -341,6 +343,8 @@ class _Lowerer:
         for kind, (op, attrs) in _ACTIVATION_MODULES.items():
             if type(module) is kind:
                 return self._emit(node, op, (x,), **attrs(module))
+        if isinstance(module, nn.SELU):
+            return self._selu(node, x)
         if isinstance(module, nn.GELU):
             return self._emit(node, "gelu_tanh" if module.approximate == "tanh" else "gelu", (x,))
         if isinstance(module, (nn.Softmax, nn.LogSoftmax)):
@@ -461,6 +465,8 @@ class _Lowerer:
             return self._clamp(node, x, *args[1:], **kwargs)
         if name in _VIEW_METHODS:
             return self._view(node, x)
+        if name in ("expand", "expand_as"):
+            return self._expand(node, x)
         if name == "permute":
             order = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:] or kwargs["dims"]
             return self._permute(node, x, order)
@@ -501,7 +507,7 @@ class _Lowerer:
         if target in _UNARY_FUNCTIONS:
             return self._unary(node, _UNARY_FUNCTIONS[target], args[0])
         if target in _BINARY_FUNCTIONS:
-            if target is torch.div and kwargs.get("rounding_mode"):
+            if target in (torch.div, torch.divide) and kwargs.get("rounding_mode"):
                 raise cannot_lower("div (with rounding)")
             if kwargs.get("alpha", 1) != 1:
                 raise cannot_lower(f"{_BINARY_FUNCTIONS[target]} (with alpha)")
@@ -526,6 +532,12 @@ class _Lowerer:
                 hi = args[2] if len(args) > 2 else kwargs.get("max_val", 1.0)
                 return self._clamp(node, args[0], lo, hi)
             return self._clamp(node, *args, **kwargs)
+        if target in (torch.selu, F.selu):
+            return self._selu(node, args[0])
+        if target is torch.einsum:
+            return self._einsum(node, args)
+        if target is torch.broadcast_to:
+            return self._expand(node, args[0])
         if target is F.gelu:
             approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
             return self._emit(node, "gelu_tanh" if approximate == "tanh" else "gelu", (args[0],))
@@ -950,6 +962,64 @@ class _Lowerer:
         return decompose.vector_norm(self, node.name, x, float(order), sorted(set(dims)),
                                      bool(options.get("keepdim", False)))
 
+    def _selu(self, node: torch.fx.Node, x: Any) -> str:
+        """selu(x) = scale * elu(x, alpha), torch's constants."""
+        shape, dtype, static = self._meta(node.name)
+        inner = self.add(f"{node.name}_elu", "elu", (x,), shape, dtype, static, alpha=_SELU_ALPHA)
+        return self._emit(node, "mul", (inner, _SELU_SCALE))
+
+    def _einsum(self, node: torch.fx.Node, args: list[Any]) -> str:
+        equation, operands = args[0], list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+        if not isinstance(equation, str) or not all(isinstance(value, str) for value in operands):
+            raise cannot_lower("einsum (of values that are not tensors)")
+        try:
+            return einsum.einsum(self, node.name, equation, operands)
+        except einsum.EinsumError as exc:
+            raise cannot_lower(f"einsum ({exc})") from None
+
+    def _expand(self, node: torch.fx.Node, x: Any) -> str:
+        """expand/expand_as/broadcast_to: where every user is a pointwise op that broadcasts it to the same shape
+        anyway, the value viewed with leading dims of one (no copy); else that view times a tensor of ones of the
+        expanded shape (static sizes only)."""
+        if not isinstance(x, str):
+            raise cannot_lower("expand (of a value that is no tensor)")
+        spec = self.value(x)
+        shape, dtype, static = self._meta(node.name)
+        lead = len(shape) - len(spec.shape)
+        aligned = (1,) * lead + tuple(spec.shape)
+        aligned_static = (True,) * lead + tuple(spec.is_static(d) for d in range(len(spec.shape)))
+        view = self.add(f"{node.name}_aligned", "view", (x,), aligned, spec.dtype, aligned_static, shape=aligned)
+        if self._broadcast_by_users(node, aligned):
+            return view
+        if dtype == "bool" or not all(static):
+            raise cannot_lower("expand (laid out in full: of a mask, or to a size that varies between input sets)")
+        ones = self.add(f"{node.name}_ones", "fill", (self._device_source(),), shape, dtype, static, start=1.0,
+                        step=0.0, dim=0)
+        return self._emit(node, "mul", (view, ones))
+
+    def _broadcast_by_users(self, node: torch.fx.Node, aligned: ir.Shape) -> bool:
+        """Whether every user of `node` is a pointwise op whose result keeps its shape with `node`'s value of shape
+        `aligned` in its place."""
+        for user in node.users:
+            binary = user.target in _BINARY_FUNCTIONS or user.target is torch.where
+            pointwise = (user.op == "call_function" and binary) or \
+                (user.op == "call_method" and user.target in _BINARY_METHODS)
+            if not pointwise:
+                return False
+            shapes = [aligned if arg is node else self._tensor_shape(arg)
+                      for arg in (*user.args, *user.kwargs.values()) if isinstance(arg, torch.fx.Node)]
+            if tuple(torch.broadcast_shapes(*shapes)) != self._meta(user.name)[0]:
+                return False
+        return True
+
+    def _tensor_shape(self, node: torch.fx.Node) -> tuple[int, ...]:
+        """The main input set's shape of a node's value; () for a value that is no tensor (a size, a number)."""
+        value = self.shapes[0].get(node.name)
+        return tuple(value[0]) if isinstance(value, tuple) and len(value) == 2 and \
+            isinstance(value[1], torch.dtype) else ()
+
     def _device_source(self) -> str:
         """A tensor input: what a tensor made in the forward takes its device from."""
         for spec in self.inputs:
@@ -1068,6 +1138,11 @@ class _Lowerer:
                           padding=_ntuple(values.get("padding", 0), rank),
                           dilation=_ntuple(values.get("dilation", 1), rank), groups=int(values.get("groups", 1)),
                           **extra)
+
+
+# selu's constants, as torch defines them.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _ntuple(value: Any, rank: int) -> tuple[int, ...]:
