@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import PROBLEMS
 from tests.engine.judged import LANGUAGES, assert_default_solution_correct
 
-FAMILIES = ["pool3d_windows", "losses_classes", "losses_pointwise", "norms_trailing", "einsum_expand_selu"]
+FAMILIES = ["pool3d_windows", "losses_classes", "losses_pointwise", "norms_trailing", "einsum_expand_selu",
+            "made_in_forward"]
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

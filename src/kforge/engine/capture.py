@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -183,6 +184,10 @@ _LOSS_FUNCTIONS: dict[Any, tuple[str, tuple[str, ...]]] = {
 }
 _LOSS_MODULES: dict[type, Any] = {nn.CrossEntropyLoss: F.cross_entropy, nn.SmoothL1Loss: F.smooth_l1_loss,
                                   nn.KLDivLoss: F.kl_div, nn.TripletMarginLoss: F.triplet_margin_loss}
+# Tensors made in the forward, filled with one value: the value (None: given as an argument, after the sizes).
+_FILLED_FUNCTIONS: dict[Any, float | None] = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None,
+                                              torch.zeros: 0.0, torch.ones: 1.0, torch.full: None}
+_FILLED_METHODS: dict[str, float | None] = {"new_zeros": 0.0, "new_ones": 1.0, "new_full": None}
 # Names the user sees for layers that have no lowering (the rest are named by their class).
 _MODULE_NAMES = {nn.BatchNorm1d: "batch_norm", nn.BatchNorm2d: "batch_norm", nn.Dropout: "dropout",
                  nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm"}
@@ -467,6 +472,9 @@ class _Lowerer:
             return self._view(node, x)
         if name in ("expand", "expand_as"):
             return self._expand(node, x)
+        if name in _FILLED_METHODS:
+            value = _FILLED_METHODS[name]
+            return self._filled(node, args[2] if value is None and len(args) > 2 else kwargs.get("fill_value", value))
         if name == "permute":
             order = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:] or kwargs["dims"]
             return self._permute(node, x, order)
@@ -608,6 +616,15 @@ class _Lowerer:
             names = ("input", "p" if target is torch.norm else "ord", "dim", "keepdim", "out", "dtype")
             options = {**dict(zip(names, args, strict=False)), **kwargs}
             return self._norm(node, {**options, "p": options.get("p", options.get("ord", 2))})
+        if target in _FILLED_FUNCTIONS:
+            value = _FILLED_FUNCTIONS[target]
+            sized = target in (torch.zeros, torch.ones) and len(args) > 1  # torch.zeros(3, 4): sizes as arguments
+            given = args[1] if value is None and len(args) > 1 and not sized else kwargs.get("fill_value", value)
+            return self._filled(node, given)
+        if target is torch.arange:
+            return self._arange(node, args, kwargs)
+        if target is torch.tensor:
+            return self._tensor(node, args[0] if args else kwargs["data"])
         if target in _LOSS_FUNCTIONS:
             return self._loss(node, target, {**dict(zip(_LOSS_FUNCTIONS[target][1], args, strict=False)), **kwargs})
         if target is F.scaled_dot_product_attention:
@@ -1014,6 +1031,52 @@ class _Lowerer:
                 return False
         return True
 
+    def _filled(self, node: torch.fx.Node, value: Any) -> Any:
+        """A tensor of one value (zeros_like, torch.full, new_ones...): that value as a constant where every user is a
+        pointwise op that broadcasts it anyway, else a `fill` kernel of the tensor's static shape."""
+        number = self._constant(value)
+        if number is None:
+            raise cannot_lower(f"{_target_name(node)} (with a value that is not a constant)")
+        dtype = self._meta(node.name)[1]
+        if dtype in ir.INTEGER_DTYPES:  # torch.full_like(ints, 2.5) holds 2
+            number = int(number)
+        if dtype != "bool" and self._broadcast_by_users(node, ()):
+            return float(number)
+        return self._fill(node, float(number), 0.0)
+
+    def _fill(self, node: torch.fx.Node, start: float, step: float) -> str:
+        shape, _, static = self._meta(node.name)
+        if not all(static) or not shape:
+            raise cannot_lower(f"{_target_name(node)} (a tensor made in the forward, of sizes that vary or no dims)")
+        return self._emit(node, "fill", (self._device_source(),), start=start, step=step, dim=0)
+
+    def _arange(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> str:
+        bounds = [self._constant(value) for value in args]
+        if len(bounds) == 1:
+            bounds = [kwargs.get("start", 0), bounds[0]]
+        if any(bound is None for bound in bounds):
+            raise cannot_lower("arange (with bounds that vary between input sets)")
+        start = bounds[0] if bounds else self._constant(kwargs.get("start", 0))
+        step = bounds[2] if len(bounds) > 2 else self._constant(kwargs.get("step", 1))
+        if start is None or step is None:
+            raise cannot_lower("arange (with bounds that vary between input sets)")
+        return self._fill(node, float(start), float(step))
+
+    def _tensor(self, node: torch.fx.Node, data: Any) -> Any:
+        """torch.tensor of a number (a constant), of a size (a run-time scalar), or of a list of numbers evenly
+        spaced (a fill); other lists are refused."""
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return float(data)
+        if self._is_scalar(data):
+            return data
+        numbers = list(data) if isinstance(data, (list, tuple)) else []
+        if len(numbers) < 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+            raise cannot_lower("tensor (of data other than a number or a list of numbers)")
+        step = numbers[1] - numbers[0]
+        if any(b - a != step for a, b in itertools.pairwise(numbers)):
+            raise cannot_lower("tensor (of a list of numbers not evenly spaced)")
+        return self._fill(node, float(numbers[0]), float(step))
+
     def _tensor_shape(self, node: torch.fx.Node) -> tuple[int, ...]:
         """The main input set's shape of a node's value; () for a value that is no tensor (a size, a number)."""
         value = self.shapes[0].get(node.name)
@@ -1143,6 +1206,10 @@ class _Lowerer:
 # selu's constants, as torch defines them.
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
 
 
 def _ntuple(value: Any, rank: int) -> tuple[int, ...]:
