@@ -309,6 +309,8 @@ class _Lowerer:
             self.inputs.append(ir.TensorSpec(node.name, shape, dtype, static))
             return node.name
         if node.op == "get_attr":
+            if str(node.target).startswith("_tensor_constant"):  # made in forward from constants only, by tracing
+                return self._traced_constant(node, _attribute(self.model, str(node.target)))
             return self._param(str(node.target))
         if node.op == "call_module":
             return self._module(node, self.model.get_submodule(str(node.target)))
@@ -1051,16 +1053,26 @@ class _Lowerer:
         return self._emit(node, "fill", (self._device_source(),), start=start, step=step, dim=0)
 
     def _arange(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> str:
-        bounds = [self._constant(value) for value in args]
-        if len(bounds) == 1:
-            bounds = [kwargs.get("start", 0), bounds[0]]
-        if any(bound is None for bound in bounds):
-            raise cannot_lower("arange (with bounds that vary between input sets)")
-        start = bounds[0] if bounds else self._constant(kwargs.get("start", 0))
-        step = bounds[2] if len(bounds) > 2 else self._constant(kwargs.get("step", 1))
+        """torch.arange: its length is the result's (static) size; its start and step must be constants."""
+        names = ("start", "end", "step") if len(args) > 1 else ("end",)
+        given = {**dict(zip(names, args, strict=False)), **kwargs}
+        start, step = self._constant(given.get("start", 0)), self._constant(given.get("step", 1))
         if start is None or step is None:
-            raise cannot_lower("arange (with bounds that vary between input sets)")
+            raise cannot_lower("arange (with a start or step that varies between input sets)")
         return self._fill(node, float(start), float(step))
+
+    def _traced_constant(self, node: torch.fx.Node, tensor: torch.Tensor) -> Any:
+        """A tensor the trace computed (torch.arange(5) without a tensor argument): a number, one value filled, or
+        evenly spaced values along one dim; other constants are refused (the generated module does not hold them)."""
+        values = tensor.detach().to("cpu", torch.float64).reshape(-1)
+        if tensor.dim() == 0 or (values.numel() and bool((values == values[0]).all())):
+            return float(values[0]) if tensor.dim() == 0 else self._filled(node, float(values[0]))
+        if tensor.dim() == 1 and values.numel() > 1:
+            start, step = float(values[0]), float(values[-1] - values[0]) / (values.numel() - 1)
+            made = start + step * torch.arange(values.numel(), dtype=torch.float64)
+            if torch.equal(made.to(tensor.dtype), tensor.detach().cpu()):
+                return self._fill(node, start, step)
+        raise cannot_lower("a constant tensor made in the forward (not one value, nor evenly spaced)", op=False)
 
     def _tensor(self, node: torch.fx.Node, data: Any) -> Any:
         """torch.tensor of a number (a constant), of a size (a run-time scalar), or of a list of numbers evenly

@@ -1,6 +1,6 @@
 """Tensors made in the forward: a number (torch.tensor on the input's device), zeros_like/ones_like/full_like used
 by pointwise ops (constants), a full tensor and aranges that are returned or reduced (fill kernels), a torch.tensor
-of evenly spaced numbers, and positions compared with an index (a one-hot mask)."""
+of evenly spaced numbers, positions compared with an index (a one-hot mask), and an arange the trace computes."""
 import torch
 import torch.nn as nn
 
@@ -18,7 +18,8 @@ class Model(nn.Module):
         ramp = torch.arange(2, 9, 3, device=x.device, dtype=torch.float32)
         steps = torch.tensor([0.5, 1.0, 1.5], device=x.device)
         grid = torch.full((3, 5), 2.0, device=x.device).sum(0)
-        return kept + one_hot, ramp * steps, grid, x.new_ones((2, 3)) * 3.0 + torch.arange(3, device=x.device)
+        traced = torch.arange(3) * 0.5  # no tensor argument: computed by the trace, a constant
+        return kept + one_hot, ramp * steps + traced, grid, x.new_ones((2, 3)) * 3.0 + torch.arange(3, device=x.device)
 
 
 def get_inputs():
