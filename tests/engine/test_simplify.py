@@ -3,12 +3,15 @@ before and after (ir.evaluate on random inputs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from kforge.engine import ir, simplify
 from kforge.engine.capture import capture
 from kforge.problem import load_problem
 from tests.conftest import PROBLEMS
+from tests.engine.judged import assert_default_solution_correct
 
 ENGINE_PROBLEMS = PROBLEMS / "engine"
 
@@ -47,6 +50,14 @@ def test_a_reduction_over_a_varying_dim_of_size_one_is_kept() -> None:
     spec = ir.TensorSpec("x", (6, 1, 5), static=(True, False, True))
     before = program((node("s", "sum", ("x",), (6, 1, 5), dim=1, keepdim=True),), inputs=(spec,))
     assert simplify.size_one_reduction(before) is None
+
+
+def test_a_size_one_reduction_that_is_the_output_keeps_its_name(tmp_path: Path) -> None:
+    # A composed forward reads each kernel's value by its output's name: renaming it to the kernel's input left
+    # the next kernel reading a variable never assigned (a mean of per-item losses of shape (N, 1) did).
+    before = program((node("s", "sum", ("x",), (6, 1, 5), dim=1, keepdim=True),))
+    assert simplify.size_one_reduction(before) is None
+    assert_default_solution_correct(ENGINE_PROBLEMS / "graph_size_one_sums.py", tmp_path, "triton")
 
 
 def test_the_sum_of_a_linear_layer_becomes_a_matrix_vector_product() -> None:

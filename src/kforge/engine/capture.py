@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -22,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kforge.engine import decompose, ir
+from kforge.engine import decompose, einsum, ir, losses
 from kforge.problem import Problem
 
 
@@ -128,14 +129,16 @@ _UNARY_METHODS = {"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
                   "cos", "erf", "sigmoid", "tanh", "relu", "logical_not"}
 _BINARY_FUNCTIONS: dict[Any, str] = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub", operator.mul: "mul",
-    torch.mul: "mul", operator.truediv: "div", torch.div: "div", torch.maximum: "maximum",
+    torch.mul: "mul", torch.multiply: "mul", torch.subtract: "sub", operator.truediv: "div", torch.div: "div",
+    torch.divide: "div", torch.maximum: "maximum",
     torch.minimum: "minimum", operator.pow: "pow", torch.pow: "pow",
     operator.gt: "gt", torch.gt: "gt", operator.ge: "ge", torch.ge: "ge", operator.lt: "lt", torch.lt: "lt",
     operator.le: "le", torch.le: "le", operator.eq: "eq", torch.eq: "eq", operator.ne: "ne", torch.ne: "ne",
     operator.and_: "logical_and", torch.logical_and: "logical_and", operator.or_: "logical_or",
     torch.logical_or: "logical_or",
 }
-_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "multiply": "mul", "subtract": "sub",
+                   "divide": "div", "maximum": "maximum",
                    "minimum": "minimum", "pow": "pow", **{op: op for op in ir.COMPARE_OPS},
                    "logical_and": "logical_and", "logical_or": "logical_or", "__and__": "logical_and",
                    "__or__": "logical_or"}
@@ -147,11 +150,21 @@ _ROW_FUNCTIONS: dict[Any, str] = {torch.softmax: "softmax", F.softmax: "softmax"
                                   F.log_softmax: "log_softmax"}
 _VIEW_METHODS = {"view", "reshape", "unsqueeze", "squeeze", "flatten", "view_as", "reshape_as"}
 _VIEW_FUNCTIONS = {torch.reshape, torch.unsqueeze, torch.squeeze, torch.flatten}
-_POOL_FUNCTIONS: dict[Any, tuple[str, int]] = {F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2),
-                                               F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2)}
+_POOL_FUNCTIONS: dict[Any, tuple[str, int]] = {
+    F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2), F.max_pool3d: ("max_pool", 3),
+    F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2), F.avg_pool3d: ("avg_pool", 3)}
 _ADAPTIVE_FUNCTIONS: dict[Any, tuple[str, int]] = {
     F.adaptive_avg_pool1d: ("avg_pool", 1), F.adaptive_avg_pool2d: ("avg_pool", 2),
-    F.adaptive_max_pool1d: ("max_pool", 1), F.adaptive_max_pool2d: ("max_pool", 2)}
+    F.adaptive_avg_pool3d: ("avg_pool", 3), F.adaptive_max_pool1d: ("max_pool", 1),
+    F.adaptive_max_pool2d: ("max_pool", 2), F.adaptive_max_pool3d: ("max_pool", 3)}
+# Pooling layers: (op, pooled dims).
+_POOL_MODULES: dict[type, tuple[str, int]] = {
+    nn.MaxPool1d: ("max_pool", 1), nn.MaxPool2d: ("max_pool", 2), nn.MaxPool3d: ("max_pool", 3),
+    nn.AvgPool1d: ("avg_pool", 1), nn.AvgPool2d: ("avg_pool", 2), nn.AvgPool3d: ("avg_pool", 3)}
+_ADAPTIVE_MODULES: dict[type, tuple[str, int]] = {
+    nn.AdaptiveAvgPool1d: ("avg_pool", 1), nn.AdaptiveAvgPool2d: ("avg_pool", 2),
+    nn.AdaptiveAvgPool3d: ("avg_pool", 3), nn.AdaptiveMaxPool1d: ("max_pool", 1),
+    nn.AdaptiveMaxPool2d: ("max_pool", 2), nn.AdaptiveMaxPool3d: ("max_pool", 3)}
 _IDENTITY_METHODS = {"contiguous", "clone", "detach"}
 _HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", operator.matmul: "matmul",
                                     torch.mm: "matmul", torch.bmm: "bmm", F.conv1d: "conv1d", F.conv2d: "conv2d",
@@ -159,10 +172,25 @@ _HEAVY_FUNCTIONS: dict[Any, str] = {F.linear: "linear", torch.matmul: "matmul", 
                                     F.conv_transpose2d: "conv_transpose2d"}
 _CONV_MODULES: dict[type, str] = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d",
                                   nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d"}
+# Loss functions and layers: the loss, and the function's parameter names in order (a layer's options are its
+# attributes of those names).
+_LOSS_FUNCTIONS: dict[Any, tuple[str, tuple[str, ...]]] = {
+    F.cross_entropy: ("cross_entropy", ("input", "target", "weight", "size_average", "ignore_index", "reduce",
+                                        "reduction", "label_smoothing")),
+    F.smooth_l1_loss: ("smooth_l1", ("input", "target", "size_average", "reduce", "reduction", "beta")),
+    F.kl_div: ("kl_div", ("input", "target", "size_average", "reduce", "reduction", "log_target")),
+    F.triplet_margin_loss: ("triplet_margin", ("anchor", "positive", "negative", "margin", "p", "eps", "swap",
+                                               "size_average", "reduce", "reduction")),
+}
+_LOSS_MODULES: dict[type, Any] = {nn.CrossEntropyLoss: F.cross_entropy, nn.SmoothL1Loss: F.smooth_l1_loss,
+                                  nn.KLDivLoss: F.kl_div, nn.TripletMarginLoss: F.triplet_margin_loss}
+# Tensors made in the forward, filled with one value: the value (None: given as an argument, after the sizes).
+_FILLED_FUNCTIONS: dict[Any, float | None] = {torch.zeros_like: 0.0, torch.ones_like: 1.0, torch.full_like: None,
+                                              torch.zeros: 0.0, torch.ones: 1.0, torch.full: None}
+_FILLED_METHODS: dict[str, float | None] = {"new_zeros": 0.0, "new_ones": 1.0, "new_full": None}
 # Names the user sees for layers that have no lowering (the rest are named by their class).
 _MODULE_NAMES = {nn.BatchNorm1d: "batch_norm", nn.BatchNorm2d: "batch_norm", nn.Dropout: "dropout",
-                 nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm",
-                 nn.MaxPool1d: "max_pool1d", nn.MaxPool2d: "max_pool2d", nn.AvgPool2d: "avg_pool2d"}
+                 nn.GroupNorm: "group_norm", nn.InstanceNorm1d: "instance_norm", nn.InstanceNorm2d: "instance_norm"}
 
 
 class _Lowerer:
@@ -281,6 +309,8 @@ class _Lowerer:
             self.inputs.append(ir.TensorSpec(node.name, shape, dtype, static))
             return node.name
         if node.op == "get_attr":
+            if str(node.target).startswith("_tensor_constant"):  # made in forward from constants only, by tracing
+                return self._traced_constant(node, _attribute(self.model, str(node.target)))
             return self._param(str(node.target))
         if node.op == "call_module":
             return self._module(node, self.model.get_submodule(str(node.target)))
@@ -298,6 +328,13 @@ class _Lowerer:
             if module.bias is not None:
                 operands += (self._param(f"{path}.bias"),)
             return self._emit(node, "linear", operands)
+        if type(module) in _LOSS_MODULES:
+            function = _LOSS_MODULES[type(module)]
+            names = _LOSS_FUNCTIONS[function][1]
+            options = {key: getattr(module, key) for key in names if hasattr(module, key)}
+            options.update(zip(names, [self._arg(a) for a in node.args], strict=False))
+            options.update({key: self._arg(value) for key, value in node.kwargs.items()})
+            return self._loss(node, function, options)
         if type(module) in _CONV_MODULES:
             op = _CONV_MODULES[type(module)]
             if module.padding_mode != "zeros" or isinstance(module.padding, str):
@@ -313,6 +350,8 @@ class _Lowerer:
         for kind, (op, attrs) in _ACTIVATION_MODULES.items():
             if type(module) is kind:
                 return self._emit(node, op, (x,), **attrs(module))
+        if isinstance(module, nn.SELU):
+            return self._selu(node, x)
         if isinstance(module, nn.GELU):
             return self._emit(node, "gelu_tanh" if module.approximate == "tanh" else "gelu", (x,))
         if isinstance(module, (nn.Softmax, nn.LogSoftmax)):
@@ -321,18 +360,15 @@ class _Lowerer:
         if isinstance(module, nn.Identity) or (isinstance(module, nn.Dropout) and
                                                (module.p == 0 or not module.training)):
             return x
-        if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d)):
-            op = "max_pool" if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d)) else "avg_pool"
-            rank = 1 if isinstance(module, (nn.MaxPool1d, nn.AvgPool1d)) else 2
+        if type(module) in _POOL_MODULES:
+            op, rank = _POOL_MODULES[type(module)]
             fields = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "count_include_pad",
                       "divisor_override", "return_indices")
             return self._pool(node, op, rank, x, {f: getattr(module, f) for f in fields if hasattr(module, f)})
-        if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool1d,
-                               nn.AdaptiveMaxPool2d)):
+        if type(module) in _ADAPTIVE_MODULES:
             if getattr(module, "return_indices", False):
                 raise cannot_lower("adaptive_max_pool (returning indices)")
-            op = "avg_pool" if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d)) else "max_pool"
-            rank = 1 if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d)) else 2
+            op, rank = _ADAPTIVE_MODULES[type(module)]
             return self._adaptive_pool(node, op, rank, x, module.output_size)
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             return self._batch_norm(node, x, module, path)
@@ -388,8 +424,12 @@ class _Lowerer:
             raise cannot_lower(f"{name} ({exc})") from None
 
     def _layer_norm(self, node: torch.fx.Node, x: Any, normalized: Any, weight: Any, bias: Any, eps: float) -> str:
-        if len(tuple(normalized)) != 1:
-            raise cannot_lower("layer_norm (over more than one dim)")
+        count = len(tuple(normalized)) if isinstance(normalized, (tuple, list, torch.Size)) else 1
+        if count > 1:
+            try:
+                return decompose.layer_norm_dims(self, node.name, x, count, weight=weight, bias=bias, eps=float(eps))
+            except ValueError as exc:
+                raise cannot_lower(f"layer_norm ({exc})") from None
         operands: tuple[ir.Arg, ...] = (x,)
         if weight is not None:
             operands += (weight,) if bias is None else (weight, bias)
@@ -422,6 +462,9 @@ class _Lowerer:
             return self._reduce(node, name, x, args[1:], kwargs)
         if name in ir.INDEX_OPS:
             return self._index_reduce(node, name, x, args[1:], kwargs)
+        if name == "norm":
+            return self._norm(node, {**dict(zip(("input", "p", "dim", "keepdim", "dtype"), args, strict=False)),
+                                     **kwargs})
         if name in ("softmax", "log_softmax"):
             return self._emit(node, name, (x,), dim=self._dim(node.args[0], args[1] if len(args) > 1
                                                               else kwargs["dim"]))
@@ -429,6 +472,11 @@ class _Lowerer:
             return self._clamp(node, x, *args[1:], **kwargs)
         if name in _VIEW_METHODS:
             return self._view(node, x)
+        if name in ("expand", "expand_as"):
+            return self._expand(node, x)
+        if name in _FILLED_METHODS:
+            value = _FILLED_METHODS[name]
+            return self._filled(node, args[2] if value is None and len(args) > 2 else kwargs.get("fill_value", value))
         if name == "permute":
             order = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:] or kwargs["dims"]
             return self._permute(node, x, order)
@@ -469,7 +517,7 @@ class _Lowerer:
         if target in _UNARY_FUNCTIONS:
             return self._unary(node, _UNARY_FUNCTIONS[target], args[0])
         if target in _BINARY_FUNCTIONS:
-            if target is torch.div and kwargs.get("rounding_mode"):
+            if target in (torch.div, torch.divide) and kwargs.get("rounding_mode"):
                 raise cannot_lower("div (with rounding)")
             if kwargs.get("alpha", 1) != 1:
                 raise cannot_lower(f"{_BINARY_FUNCTIONS[target]} (with alpha)")
@@ -494,6 +542,12 @@ class _Lowerer:
                 hi = args[2] if len(args) > 2 else kwargs.get("max_val", 1.0)
                 return self._clamp(node, args[0], lo, hi)
             return self._clamp(node, *args, **kwargs)
+        if target in (torch.selu, F.selu):
+            return self._selu(node, args[0])
+        if target is torch.einsum:
+            return self._einsum(node, args)
+        if target is torch.broadcast_to:
+            return self._expand(node, args[0])
         if target is F.gelu:
             approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
             return self._emit(node, "gelu_tanh" if approximate == "tanh" else "gelu", (args[0],))
@@ -560,6 +614,21 @@ class _Lowerer:
             if not all(isinstance(t, str) for t in tensors):
                 raise cannot_lower("cat (of values that are not tensors)")
             return self._emit(node, "cat", tuple(tensors), dim=int(dim) % len(self.program_shape(tensors[0])))
+        if target in (torch.norm, torch.linalg.vector_norm):
+            names = ("input", "p" if target is torch.norm else "ord", "dim", "keepdim", "out", "dtype")
+            options = {**dict(zip(names, args, strict=False)), **kwargs}
+            return self._norm(node, {**options, "p": options.get("p", options.get("ord", 2))})
+        if target in _FILLED_FUNCTIONS:
+            value = _FILLED_FUNCTIONS[target]
+            sized = target in (torch.zeros, torch.ones) and len(args) > 1  # torch.zeros(3, 4): sizes as arguments
+            given = args[1] if value is None and len(args) > 1 and not sized else kwargs.get("fill_value", value)
+            return self._filled(node, given)
+        if target is torch.arange:
+            return self._arange(node, args, kwargs)
+        if target is torch.tensor:
+            return self._tensor(node, args[0] if args else kwargs["data"])
+        if target in _LOSS_FUNCTIONS:
+            return self._loss(node, target, {**dict(zip(_LOSS_FUNCTIONS[target][1], args, strict=False)), **kwargs})
         if target is F.scaled_dot_product_attention:
             return self._attention(node, args, kwargs)
         if target is F.dropout:
@@ -681,8 +750,12 @@ class _Lowerer:
 
     def _getitem(self, node: torch.fx.Node, base: Any, index: Any) -> Any:
         if isinstance(base, tuple) and len(base) == 2 and base[0] == "shape":
+            if isinstance(index, slice):  # the sizes of those dims, each a run-time scalar (x.shape[1:])
+                rank = len(self.program_shape(base[1]))
+                return tuple(self.add(f"{node.name}_{d}", "size", (base[1],), (), "float64", (), dim=d)
+                             for d in range(rank)[index])
             if not isinstance(index, int):
-                raise cannot_lower("getitem (a slice of a shape)")
+                raise cannot_lower("getitem (of a shape by a value)")
             return self._size(node, base[1], index)
         if isinstance(base, tuple) and len(base) == 4 and base[0] == "pieces":
             _, source, dim, bounds = base
@@ -839,6 +912,196 @@ class _Lowerer:
         window = tuple(n // w for n, w in zip(sizes, wanted, strict=True))
         return self._pool(node, op, rank, x, {"kernel_size": window, "stride": window})
 
+    def _loss(self, node: torch.fx.Node, function: Any, options: dict[str, Any]) -> str:
+        """A loss function (engine/losses.py) with the options torch's function was given."""
+        kind, names = _LOSS_FUNCTIONS[function]
+        reduction = options.get("reduction", "mean")
+        if options.get("size_average") is not None or options.get("reduce") is not None:
+            raise cannot_lower(f"{kind} (with the old size_average/reduce options)")
+        operands = [options[key] for key in names[:3 if kind == "triplet_margin" else 2]]
+        if not all(isinstance(value, str) for value in operands):
+            raise cannot_lower(f"{kind} (of values that are not tensors)")
+        if reduction not in (*losses.REDUCTIONS, *(("batchmean",) if kind == "kl_div" else ())):
+            raise cannot_lower(f"{kind} (reduction {reduction!r})")
+        if kind == "cross_entropy":
+            return self._cross_entropy(node, operands, options, reduction)
+        like = self._broadcast_operand(kind, operands)
+        if kind == "smooth_l1":
+            return losses.smooth_l1(self, node.name, *operands, like=like, beta=float(options.get("beta", 1.0)),
+                                    reduction=reduction)
+        if kind == "kl_div":
+            return losses.kl_div(self, node.name, *operands, like=like, reduction=reduction,
+                                 log_target=bool(options.get("log_target", False)))
+        if len(self.program_shape(like)) != 2:
+            raise cannot_lower("triplet_margin (of embeddings that are not (batch, features))")
+        return losses.triplet_margin(self, node.name, *operands, like=like,
+                                     margin=float(options.get("margin", 1.0)), p=float(options.get("p", 2.0)),
+                                     eps=float(options.get("eps", 1e-6)), swap=bool(options.get("swap", False)),
+                                     reduction=reduction)
+
+    def _cross_entropy(self, node: torch.fx.Node, operands: list[str], options: dict[str, Any],
+                       reduction: str) -> str:
+        if options.get("weight") is not None or options.get("label_smoothing", 0.0):
+            raise cannot_lower("cross_entropy (with class weights or label smoothing)")
+        x, target = operands
+        spec, target_spec = self.value(x), self.value(target)
+        if len(spec.shape) < 2 or spec.dtype not in ir.FLOAT_DTYPES:
+            raise cannot_lower("cross_entropy (of logits without a class dim)")
+        soft = target_spec.dtype in ir.FLOAT_DTYPES
+        if (soft and target_spec.shape != spec.shape) or (not soft and target_spec.dtype not in ir.INTEGER_DTYPES):
+            raise cannot_lower("cross_entropy (with targets that are neither class indices nor probabilities)")
+        if not spec.is_static(1):
+            raise cannot_lower("cross_entropy (over a number of classes that varies between input sets)")
+        return losses.cross_entropy(self, node.name, x, target, device=self._device_source(), reduction=reduction,
+                                    ignore_index=int(options.get("ignore_index", -100)))
+
+    def _broadcast_operand(self, kind: str, operands: list[str]) -> str:
+        """The operand whose shape is the operands' broadcast shape; refused where each is smaller."""
+        shapes = [self.program_shape(name) for name in operands]
+        full = tuple(torch.broadcast_shapes(*shapes))
+        for name, shape in zip(operands, shapes, strict=True):
+            if tuple(shape) == full:
+                return name
+        raise cannot_lower(f"{kind} (of operands each broadcast to a larger shape)")
+
+    def _norm(self, node: torch.fx.Node, options: dict[str, Any]) -> str:
+        """torch.norm / Tensor.norm / torch.linalg.vector_norm over given dims (or all): a vector norm."""
+        x, order = options["input"], options.get("p", "fro")
+        if options.get("dtype") is not None or options.get("out") is not None:
+            raise cannot_lower("norm (with a dtype or an output tensor)")
+        if not isinstance(x, str) or self.value(x).dtype not in ir.FLOAT_DTYPES:
+            raise cannot_lower("norm (of a value that is not a float tensor)")
+        if order in ("fro", None):
+            order = 2.0
+        if not isinstance(order, (int, float)):
+            raise cannot_lower(f"norm (p={order!r}: a matrix norm)")
+        rank = len(self.program_shape(x))
+        dim = options.get("dim")
+        dims = list(range(rank)) if dim is None else [int(d) % rank for d in ((dim,) if isinstance(dim, int) else dim)]
+        return decompose.vector_norm(self, node.name, x, float(order), sorted(set(dims)),
+                                     bool(options.get("keepdim", False)))
+
+    def _selu(self, node: torch.fx.Node, x: Any) -> str:
+        """selu(x) = scale * elu(x, alpha), torch's constants."""
+        shape, dtype, static = self._meta(node.name)
+        inner = self.add(f"{node.name}_elu", "elu", (x,), shape, dtype, static, alpha=_SELU_ALPHA)
+        return self._emit(node, "mul", (inner, _SELU_SCALE))
+
+    def _einsum(self, node: torch.fx.Node, args: list[Any]) -> str:
+        equation, operands = args[0], list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+        if not isinstance(equation, str) or not all(isinstance(value, str) for value in operands):
+            raise cannot_lower("einsum (of values that are not tensors)")
+        try:
+            return einsum.einsum(self, node.name, equation, operands)
+        except einsum.EinsumError as exc:
+            raise cannot_lower(f"einsum ({exc})") from None
+
+    def _expand(self, node: torch.fx.Node, x: Any) -> str:
+        """expand/expand_as/broadcast_to: where every user is a pointwise op that broadcasts it to the same shape
+        anyway, the value viewed with leading dims of one (no copy); else that view times a tensor of ones of the
+        expanded shape (static sizes only)."""
+        if not isinstance(x, str):
+            raise cannot_lower("expand (of a value that is no tensor)")
+        spec = self.value(x)
+        shape, dtype, static = self._meta(node.name)
+        lead = len(shape) - len(spec.shape)
+        aligned = (1,) * lead + tuple(spec.shape)
+        aligned_static = (True,) * lead + tuple(spec.is_static(d) for d in range(len(spec.shape)))
+        view = self.add(f"{node.name}_aligned", "view", (x,), aligned, spec.dtype, aligned_static, shape=aligned)
+        if self._broadcast_by_users(node, aligned):
+            return view
+        if dtype == "bool" or not all(static):
+            raise cannot_lower("expand (laid out in full: of a mask, or to a size that varies between input sets)")
+        ones = self.add(f"{node.name}_ones", "fill", (self._device_source(),), shape, dtype, static, start=1.0,
+                        step=0.0, dim=0)
+        return self._emit(node, "mul", (view, ones))
+
+    def _broadcast_by_users(self, node: torch.fx.Node, aligned: ir.Shape) -> bool:
+        """Whether every user of `node` is a pointwise op whose result keeps its shape with `node`'s value of shape
+        `aligned` in its place."""
+        for user in node.users:
+            binary = user.target in _BINARY_FUNCTIONS or user.target is torch.where
+            pointwise = (user.op == "call_function" and binary) or \
+                (user.op == "call_method" and user.target in _BINARY_METHODS)
+            if not pointwise:
+                return False
+            shapes = [aligned if arg is node else self._tensor_shape(arg)
+                      for arg in (*user.args, *user.kwargs.values()) if isinstance(arg, torch.fx.Node)]
+            if tuple(torch.broadcast_shapes(*shapes)) != self._meta(user.name)[0]:
+                return False
+        return True
+
+    def _filled(self, node: torch.fx.Node, value: Any) -> Any:
+        """A tensor of one value (zeros_like, torch.full, new_ones...): that value as a constant where every user is a
+        pointwise op that broadcasts it anyway, else a `fill` kernel of the tensor's static shape."""
+        number = self._constant(value)
+        if number is None:
+            raise cannot_lower(f"{_target_name(node)} (with a value that is not a constant)")
+        dtype = self._meta(node.name)[1]
+        if dtype in ir.INTEGER_DTYPES:  # torch.full_like(ints, 2.5) holds 2
+            number = int(number)
+        if dtype != "bool" and self._broadcast_by_users(node, ()):
+            return float(number)
+        return self._fill(node, float(number), 0.0)
+
+    def _fill(self, node: torch.fx.Node, start: float, step: float) -> str:
+        shape, _, static = self._meta(node.name)
+        if not all(static) or not shape:
+            raise cannot_lower(f"{_target_name(node)} (a tensor made in the forward, of sizes that vary or no dims)")
+        return self._emit(node, "fill", (self._device_source(),), start=start, step=step, dim=0)
+
+    def _arange(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> str:
+        """torch.arange: its length is the result's (static) size; its start and step must be constants."""
+        names = ("start", "end", "step") if len(args) > 1 else ("end",)
+        given = {**dict(zip(names, args, strict=False)), **kwargs}
+        start, step = self._constant(given.get("start", 0)), self._constant(given.get("step", 1))
+        if start is None or step is None:
+            raise cannot_lower("arange (with a start or step that varies between input sets)")
+        return self._fill(node, float(start), float(step))
+
+    def _traced_constant(self, node: torch.fx.Node, tensor: torch.Tensor) -> Any:
+        """A tensor the trace computed (torch.arange(5) without a tensor argument): a number, one value filled, or
+        evenly spaced values along one dim; other constants are refused (the generated module does not hold them)."""
+        values = tensor.detach().to("cpu", torch.float64).reshape(-1)
+        if tensor.dim() == 0 or (values.numel() and bool((values == values[0]).all())):
+            return float(values[0]) if tensor.dim() == 0 else self._filled(node, float(values[0]))
+        if tensor.dim() == 1 and values.numel() > 1:
+            start, step = float(values[0]), float(values[-1] - values[0]) / (values.numel() - 1)
+            made = start + step * torch.arange(values.numel(), dtype=torch.float64)
+            if torch.equal(made.to(tensor.dtype), tensor.detach().cpu()):
+                return self._fill(node, start, step)
+        raise cannot_lower("a constant tensor made in the forward (not one value, nor evenly spaced)", op=False)
+
+    def _tensor(self, node: torch.fx.Node, data: Any) -> Any:
+        """torch.tensor of a number (a constant), of a size (a run-time scalar), or of a list of numbers evenly
+        spaced (a fill); other lists are refused."""
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return float(data)
+        if self._is_scalar(data):
+            return data
+        numbers = list(data) if isinstance(data, (list, tuple)) else []
+        if len(numbers) < 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+            raise cannot_lower("tensor (of data other than a number or a list of numbers)")
+        step = numbers[1] - numbers[0]
+        if any(b - a != step for a, b in itertools.pairwise(numbers)):
+            raise cannot_lower("tensor (of a list of numbers not evenly spaced)")
+        return self._fill(node, float(numbers[0]), float(step))
+
+    def _tensor_shape(self, node: torch.fx.Node) -> tuple[int, ...]:
+        """The main input set's shape of a node's value; () for a value that is no tensor (a size, a number)."""
+        value = self.shapes[0].get(node.name)
+        return tuple(value[0]) if isinstance(value, tuple) and len(value) == 2 and \
+            isinstance(value[1], torch.dtype) else ()
+
+    def _device_source(self) -> str:
+        """A tensor input: what a tensor made in the forward takes its device from."""
+        for spec in self.inputs:
+            if not ir.is_number(spec):
+                return spec.name
+        raise cannot_lower("a tensor made in a forward without tensor inputs", op=False)
+
     def _permute(self, node: torch.fx.Node, x: Any, order: Any) -> str:
         if not isinstance(x, str):
             raise cannot_lower("permute (of a value that is no tensor)")
@@ -953,6 +1216,15 @@ class _Lowerer:
                           padding=_ntuple(values.get("padding", 0), rank),
                           dilation=_ntuple(values.get("dilation", 1), rank), groups=int(values.get("groups", 1)),
                           **extra)
+
+
+# selu's constants, as torch defines them.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
 
 
 def _ntuple(value: Any, rank: int) -> tuple[int, ...]:

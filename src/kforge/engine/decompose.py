@@ -246,3 +246,49 @@ def group_norm(builder: Builder, name: str, x: str, *, groups: int, weight: str 
     back = builder.add(name if weight is None and bias is None else f"{name}_back", "view", (normed,), shape,
                        spec.dtype, static, shape=shape)
     return _affine(builder, name, back, weight, bias)
+
+
+def layer_norm_dims(builder: Builder, name: str, x: str, count: int, *, weight: str | None, bias: str | None,
+                    eps: float) -> str:
+    """Layer norm over the last `count` dims of `x` (of static sizes): x viewed with those dims as one, a layer norm
+    over it without weights, viewed back, then the elementwise weight and bias (of those dims' shape)."""
+    spec = builder.value(x)
+    shape, static = spec.shape, _static(spec)
+    lead = len(shape) - count
+    if lead < 0 or not all(static[lead:]):
+        raise ValueError("over dims whose sizes vary between input sets")
+    flat_shape = (*shape[:lead], math.prod(shape[lead:]))
+    flat_static = (*static[:lead], True)
+    flat = builder.add(f"{name}_flat", "view", (x,), flat_shape, spec.dtype, flat_static, shape=flat_shape)
+    normed = builder.add(f"{name}_normed", "layer_norm", (flat,), flat_shape, spec.dtype, flat_static,
+                         dim=len(flat_shape) - 1, eps=float(eps))
+    back = name if weight is None and bias is None else f"{name}_back"
+    result = builder.add(back, "view", (normed,), shape, spec.dtype, static, shape=shape)
+    if weight is not None:
+        result = builder.add(name if bias is None else f"{name}_scaled", "mul", (result, weight), shape, spec.dtype,
+                             static)
+    if bias is not None:
+        result = builder.add(name, "add", (result, bias), shape, spec.dtype, static)
+    return result
+
+
+def vector_norm(builder: Builder, name: str, x: str, order: float, dims: Sequence[int], keepdim: bool) -> str:
+    """The `order`-norm of `x` over `dims` (non-negative): (sum |x|^p)^(1/p), its limits max |x| and min |x| for
+    +-inf, and the count of non-zero elements for 0."""
+    spec = builder.value(x)
+    shape, static = spec.shape, _static(spec)
+    if order == 0:
+        nonzero = builder.add(f"{name}_nonzero", "ne", (x, 0.0), shape, "bool", static)
+        counted = builder.add(f"{name}_counted", "cast", (nonzero,), shape, spec.dtype, static)
+        return reduce_dims(builder, name, "sum", counted, dims, keepdim)
+    size = builder.add(f"{name}_abs", "abs", (x,), shape, spec.dtype, static)
+    if math.isinf(order):
+        return reduce_dims(builder, name, "amax" if order > 0 else "amin", size, dims, keepdim)
+    if order == 1:
+        return reduce_dims(builder, name, "sum", size, dims, keepdim)
+    power = builder.add(f"{name}_power", "mul" if order == 2 else "pow", (size, size if order == 2 else float(order)),
+                        shape, spec.dtype, static)
+    total = reduce_dims(builder, f"{name}_total", "sum", power, dims, keepdim)
+    reduced = builder.value(total)
+    root_args: tuple[ir.Arg, ...] = (total,) if order == 2 else (total, 1.0 / order)
+    return builder.add(name, "sqrt" if order == 2 else "pow", root_args, reduced.shape, spec.dtype, _static(reduced))

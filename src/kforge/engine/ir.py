@@ -43,8 +43,8 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
 - `view`: `shape` (tuple, the main set's sizes); `slice`: `dim`, `start`, `stop`, `step` (stop clipped);
   `permute`: `dims` (a permutation; the backends leave it to Python between kernels);
   a slice whose end is a run-time size has args `(x, stop)`, `stop` naming a `size` node (the attr is None);
-- `max_pool`/`avg_pool`: `kernel`, `stride`, `padding`, `dilation` (tuples, one per pooled dim: the last one
-  or two), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
+- `max_pool`/`avg_pool`: `kernel`, `stride`, `padding`, `dilation` (tuples, one per pooled dim: the last one,
+  two or three), `ceil_mode`, and for `avg_pool` `count_include_pad`, `divisor` (int or None);
 - `cumsum`/`cumprod`/`cummax` (values only): `dim`; `tril`/`triu`: `diagonal`, `fill` (what the cut-off part
   becomes: 0.0, or -inf for an attention mask); `cat`: `dim`, args the tensors joined;
 - `flip`: `dims` (non-negative; at most four dims in all);
@@ -53,6 +53,8 @@ Attributes (`Node.attrs`, as a sorted tuple of pairs; read them with `node.attr(
   statistics in training mode, in one kernel;
 - `attention`: args `(q, k, v)`, attrs `scale` (float), `causal` (bool): softmax(q k^T * scale) v over the
   last two dims, the causal mask keeping key j <= query i;
+- `fill`: args `(x)`, x read for its device only; attrs `start`, `step` (floats), `dim`: a tensor of the node's
+  (static) shape and dtype whose element is `start + step * (its index along dim)` (`step` 0: a constant tensor);
 - `size`: `dim`; args `(x)`; the size of x along dim at run time, as a float64 value of shape (). Scalar
   values (shape ()) computed from sizes by pointwise ops (`log(n)`) are ordinary nodes.
 
@@ -115,7 +117,9 @@ ATTENTION_OPS = ("attention",)
 REORDER_OPS = ("flip",)
 # Per-channel statistics over every dim but dim 1 (batch norm in training mode).
 MOMENT_OPS = ("moments",)
-STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS + REORDER_OPS + MOMENT_OPS
+# Tensors the forward makes from nothing (torch.arange, torch.full and the *_like constructors).
+FILL_OPS = ("fill",)
+STANDALONE_OPS = WINDOW_OPS + SCAN_OPS + MASK_OPS + ATTENTION_OPS + REORDER_OPS + MOMENT_OPS + FILL_OPS
 # Data movement the composed forward does in Python between kernels.
 COPY_OPS = ("cat",)
 POINTWISE_OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS
@@ -403,6 +407,8 @@ def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
         return torch.cat(args, dim=node.attr("dim"))
     if op == "flip":
         return torch.flip(x, node.attr("dims"))
+    if op == "fill":
+        return _filled(node, x.device)
     if op == "moments":
         dims = [0, *range(2, x.dim())]
         var, mean = torch.var_mean(x.float(), dim=dims, correction=0)
@@ -417,12 +423,24 @@ def _apply_standalone(node: Node, args: list[Any]) -> torch.Tensor:
     options = {"kernel_size": node.attr("kernel"), "stride": node.attr("stride"), "padding": node.attr("padding"),
                "ceil_mode": node.attr("ceil_mode")}
     if op == "max_pool":
-        pool = F.max_pool1d if rank == 1 else F.max_pool2d
+        pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[rank - 1]
         return pool(x, dilation=node.attr("dilation"), **options)
     if rank == 1:
         return F.avg_pool1d(x, count_include_pad=node.attr("count_include_pad"), **options)
-    return F.avg_pool2d(x, count_include_pad=node.attr("count_include_pad"), divisor_override=node.attr("divisor"),
-                        **options)
+    average = F.avg_pool2d if rank == 2 else F.avg_pool3d
+    return average(x, count_include_pad=node.attr("count_include_pad"), divisor_override=node.attr("divisor"),
+                   **options)
+
+
+def _filled(node: Node, device: torch.device) -> torch.Tensor:
+    """`start + step * index along dim` in the node's shape and dtype (computed in float64, as arange does)."""
+    rank = len(node.shape)
+    dim = node.attr("dim", 0)
+    length = node.shape[dim] if rank else 1
+    index = torch.arange(length, dtype=torch.float64, device=device)
+    index = index.reshape([length if d == dim else 1 for d in range(rank)]) if rank else index.reshape(())
+    values = node.attr("start", 0.0) + node.attr("step", 0.0) * index
+    return values.expand(node.shape).to(torch_dtype(node.dtype)).contiguous()
 
 
 def _apply_heavy(node: Node, args: list[Any]) -> torch.Tensor:

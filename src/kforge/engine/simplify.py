@@ -100,8 +100,9 @@ def size_one_reduction(program: ir.Program) -> ir.Program | None:
     """A reduction over a dim of static size 1 is the identity on its single element.
 
     sum_{i<1} x_i = mean_{i<1} x_i = max_{i<1} x_i = min_{i<1} x_i = x_0, and logsumexp = log(exp(x_0)) = x_0.
-    With keepdim the result is the input itself; without it, a view of the input dropping that dim (done
-    only when the input is a leaf, since the backends view leaves, not computed values).
+    With keepdim the result is the input itself (not where the result is an output: a composed forward reads a
+    kernel's value by its name); without it, a view of the input dropping that dim (done only when the input is a
+    leaf, since the backends view leaves, not computed values).
     """
     leaves = {s.name for s in (*program.inputs, *program.params)} | ({program.heavy.name} if program.heavy else set())
     for node in program.nodes:
@@ -113,6 +114,8 @@ def size_one_reduction(program: ir.Program) -> ir.Program | None:
             continue
         note = f"{node.op} over dim {dim} of size 1 is the identity ({node.name})"
         if node.attr("keepdim"):
+            if node.name in program.outputs:  # kept: a composed forward reads the kernel's value by this name
+                continue
             return _substitute(program, node.name, node.args[0], note, drop=node.name)
         if node.args[0] in leaves:
             view = ir.Node(node.name, "view", (node.args[0],), node.shape, node.dtype,

@@ -27,13 +27,15 @@ TRITON_CONFIGS: dict[str, tuple[dict[str, int], ...]] = {
     "scan": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "mask": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "flip": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
+    "fill": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "moments": ({"BLOCK": 4096, "num_warps": 8}, {"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 8192, "num_warps": 16}),
     "attention": ({"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2},
                   {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
                   {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}),
 }
 _KINDS = {**{op: "pool" for op in ir.WINDOW_OPS}, **{op: "scan" for op in ir.SCAN_OPS},
-          **{op: "mask" for op in ir.MASK_OPS}, "attention": "attention", "flip": "flip", "moments": "moments"}
+          **{op: "mask" for op in ir.MASK_OPS}, "attention": "attention", "flip": "flip", "moments": "moments",
+          "fill": "fill"}
 _OPERANDS = {"attention": ("q", "k", "v")}  # what the templates call an op's operands (one operand: x)
 
 
@@ -49,8 +51,9 @@ def variants(program: ir.Program, problem_source: str, language: str,
     context = {**_context(node), **_binding(node, program)}
     context["epilogue"] = _epilogue(node, epilogue, program, language, context["kind"]) if epilogue else None
     reference = reference_source(problem_source).strip()
+    kind = context["kind"]
     if language == "cpp":
-        if node.dtype != "float32":
+        if node.dtype != "float32" and (kind != "fill" or node.dtype not in _CPP_FILL_TYPES):
             raise cannot_lower(f"{node.op} in {node.dtype} (the C++ backend computes in float32)")
         return [({}, _cpp_solution(context, reference))]
     if language != "triton":
@@ -85,6 +88,8 @@ def _the_op(program: ir.Program) -> tuple[ir.Node, tuple[ir.Node, ...]]:
     return ops[0], tuple(ops[1:])
 
 
+# What the C++ fill writes, by the node's dtype: (ATen scalar type, C++ type).
+_CPP_FILL_TYPES = {"float32": ("kFloat32", "float"), "int64": ("kInt64", "int64_t"), "int32": ("kInt32", "int32_t")}
 # The kinds whose Triton kernels apply an epilogue before they store (attention stores a tile: not yet).
 EPILOGUE_KINDS = ("pool", "scan", "mask", "flip")
 _FLOATS = ("float32", "float16", "bfloat16")
@@ -152,12 +157,12 @@ def _context(node: ir.Node) -> dict[str, Any]:
     if kind == "pool":
         rank = len(node.attr("kernel"))
 
-        def pair(key: str, pad: int) -> tuple[int, int]:
-            values = tuple(int(v) for v in node.attr(key))
-            return values if rank == 2 else (pad, values[0])  # type: ignore[return-value]
+        def triple(key: str, pad: int) -> tuple[int, ...]:
+            """The attr over (depth, height, width), the dims not pooled as a window of one."""
+            return (pad,) * (3 - rank) + tuple(int(v) for v in node.attr(key))
 
-        context.update(two_d=rank == 2, k=pair("kernel", 1), s=pair("stride", 1), p=pair("padding", 0),
-                       d=pair("dilation", 1), ceil=str(bool(node.attr("ceil_mode"))).lower(),
+        context.update(rank=rank, k=triple("kernel", 1), s=triple("stride", 1), p=triple("padding", 0),
+                       d=triple("dilation", 1), ceil=str(bool(node.attr("ceil_mode"))).lower(),
                        ceil_py=str(bool(node.attr("ceil_mode"))),
                        include_pad=bool(node.attr("count_include_pad", True)), divisor=node.attr("divisor"))
         context["summary"] = (f"{node.op}{rank}d, window {node.attr('kernel')}, stride {node.attr('stride')}, "
@@ -170,6 +175,8 @@ def _context(node: ir.Node) -> dict[str, Any]:
         rank = len(node.shape)
         context.update(flipped=[4 - rank + d for d in node.attr("dims")],
                        summary=f"flip along dims {node.attr('dims')}")
+    elif kind == "fill":
+        context.update(_fill_context(node))
     elif kind == "moments":
         context["summary"] = "each channel's mean and biased variance over every other dim (batch statistics)"
     elif kind == "attention":
@@ -182,6 +189,21 @@ def _context(node: ir.Node) -> dict[str, Any]:
                        fill='float("-inf")' if fill == float("-inf") else repr(fill),
                        summary=f"{node.op} (diagonal {node.attr('diagonal', 0)}) of the last two dims")
     return context
+
+
+def _fill_context(node: ir.Node) -> dict[str, Any]:
+    """A fill's static shape, the run of elements one index along its dim spans (`inner`) and the dim's length,
+    its start and step as literals of its dtype."""
+    dim = int(node.attr("dim", 0))
+    shape = tuple(int(size) for size in node.shape)
+    integral = node.dtype in ir.INTEGER_DTYPES
+    start, step = (float(node.attr(key, 0.0)) for key in ("start", "step"))
+    spell = (lambda v: repr(int(v))) if integral else repr
+    return {"shape": shape, "dim": dim, "inner": math.prod(shape[dim + 1:]), "length": shape[dim] if shape else 1,
+            "start": spell(start), "step": spell(step), "integral": integral, "dtype": node.dtype,
+            "cpp_type": _CPP_FILL_TYPES.get(node.dtype, ("", ""))[1],
+            "aten_type": _CPP_FILL_TYPES.get(node.dtype, ("", ""))[0],
+            "summary": f"a {node.dtype} tensor of shape {shape}: {start!r} + {step!r} * (its index along dim {dim})"}
 
 
 def _cpp_solution(context: dict[str, Any], reference: str) -> str:
