@@ -53,7 +53,8 @@ def capture(problem: Problem, seed: int = 0, training: bool | None = None) -> Ca
     try:
         graph = tracing.trace(model, problem.path)
     except tracing.TraceError as exc:
-        raise LoweringError(f"builtin engine: cannot trace Model.forward ({exc}); "
+        where = f" at {exc.where}" if exc.where else ""
+        raise LoweringError(f"builtin engine: cannot trace Model.forward{where} ({exc.reason}); "
                             "configure a model with --model") from None
     shapes = _shapes_per_set(graph, problem, seed)
     return Captured(_Lowerer(graph, model, shapes).lower(), model)
@@ -74,8 +75,10 @@ def _shapes_per_set(graph: torch.fx.GraphModule, problem: Problem, seed: int) ->
                 raise
             except Exception as exc:
                 cause = str(exc.__cause__ or exc).strip().splitlines()
-                raise LoweringError(f"builtin engine: the traced graph does not run ({cause[0] if cause else exc}); "
-                                    "configure a model with --model") from None
+                line = tracing.line_of(interpreter.current, problem.path) if interpreter.current else ""
+                where = f" at {line}" if line else ""
+                raise LoweringError(f"builtin engine: the traced graph does not run{where} "
+                                    f"({cause[0] if cause else exc}); configure a model with --model") from None
         results.append(values)
     return results
 
@@ -86,8 +89,10 @@ class _Recorder(ShapeProp):
     def __init__(self, module: torch.fx.GraphModule, values: dict[str, Any]) -> None:
         super().__init__(module)
         self.values = values
+        self.current: torch.fx.Node | None = None  # the node running, named by a refusal when it fails
 
     def run_node(self, n: torch.fx.Node) -> Any:
+        self.current = n
         result = super().run_node(n)
         if isinstance(result, torch.Tensor):
             self.values[n.name] = (tuple(result.shape), result.dtype)
@@ -200,9 +205,10 @@ class _Lowerer:
         names = []
         for item in items:
             value = self.env.get(item.name) if isinstance(item, torch.fx.Node) else None
-            if not isinstance(value, str):
-                raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
-            names.append(value)
+            # a layer's (output, weights) pair returned as it is: both
+            names.extend(value[1:] if isinstance(value, tuple) and value[0] == "outputs" else [value])
+        if not all(isinstance(name, str) for name in names):
+            raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
         return tuple(names)
 
     def _meta(self, name: str) -> tuple[ir.Shape, str, tuple[bool, ...]]:

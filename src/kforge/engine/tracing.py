@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,11 +27,18 @@ SIZED_FACTORIES = ("ones", "zeros", "empty")
 
 
 class TraceError(ValueError):
-    """The forward could not be traced; the message is the cause and, where found, the user's file and line."""
+    """The forward could not be traced: `reason` (the cause's first line) and `where` (`problem.py:12`, the line of
+    the problem file the trace stopped at, or empty)."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        super().__init__(f"{reason} at {where}" if where else reason)
+        self.reason = reason
+        self.where = where
 
 
 class _Tracer(torch.fx.Tracer):
     proxy_buffer_attributes = True  # a buffer is a get_attr node, so `self.mask[:t, :t]` is traced, not run
+    record_stack_traces = True  # each node knows the line it came from (`line_of`)
 
 
 def trace(model: nn.Module, source: Path | None = None) -> torch.fx.GraphModule:
@@ -40,18 +48,31 @@ def trace(model: nn.Module, source: Path | None = None) -> torch.fx.GraphModule:
         with _sizes_as_tuples():
             graph = tracer.trace(model)
     except Exception as exc:
-        raise TraceError(_reason(exc, source)) from None
+        raise TraceError(_reason(exc), _where(exc, source)) from None
     return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
-def _reason(exc: BaseException, source: Path | None) -> str:
-    """The exception's first line (cut at 160 characters), then `at problem.py:12` for the deepest frame in
-    `source` it passed through."""
+def _reason(exc: BaseException) -> str:
+    """The exception's first line, cut at 160 characters."""
     text = str(exc).strip().splitlines()
-    reason = (text[0] if text else type(exc).__name__)[:160]
+    return (text[0] if text else type(exc).__name__)[:160]
+
+
+def _where(exc: BaseException, source: Path | None) -> str:
+    """`problem.py:12`: the deepest frame in `source` the exception passed through; empty when none did."""
+    if source is None:
+        return ""
     lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
-             if source is not None and Path(frame.filename).resolve() == source.resolve()]
-    return f"{reason} at {source.name}:{lines[-1]}" if source is not None and lines else reason
+             if Path(frame.filename).resolve() == source.resolve()]
+    return f"{source.name}:{lines[-1]}" if lines else ""
+
+
+def line_of(node: torch.fx.Node, source: Path) -> str:
+    """`problem.py:12`: the last line of `source` in the stack `node` was traced from; empty when none."""
+    lines = re.findall(rf'File "{re.escape(str(source.resolve()))}", line (\d+)', node.stack_trace or "")
+    if not lines:
+        lines = re.findall(rf'File "{re.escape(str(source))}", line (\d+)', node.stack_trace or "")
+    return f"{source.name}:{lines[-1]}" if lines else ""
 
 
 @contextlib.contextmanager
