@@ -1,6 +1,6 @@
 """Causal masks in the other forms people build them from the sequence length: a boolean `triu(..., diagonal=1)`
-of the dropped keys for `masked_fill`, an additive mask of zeros and -inf, and `torch.where` on a lower
-triangle that also hides the diagonal."""
+of the dropped keys for `masked_fill`, additive masks of zeros and -inf (from `zeros` and from `full`, viewed
+with the batch dims), and `torch.where` on a lower triangle that also hides the diagonal."""
 import torch
 import torch.nn as nn
 
@@ -13,9 +13,11 @@ class Model(nn.Module):
         first = torch.softmax(scores.masked_fill(dropped, float("-inf")), dim=-1) @ v
         additive = torch.zeros(t, t, device=q.device).masked_fill(dropped, float("-inf"))
         second = torch.softmax(scores + additive, dim=-1) @ v
+        lower = torch.full((t, t), float("-inf"), device=q.device).triu(1).view(1, 1, t, t)
+        third = torch.softmax(lower + scores, dim=-1) @ v
         strict = torch.tril(torch.ones(t, t, device=q.device), diagonal=-1).bool()
         gated = torch.where(strict, scores, -1e4)
-        return first + second, torch.softmax(gated, dim=-1)
+        return first + second - third, torch.softmax(gated, dim=-1)
 
 
 def get_inputs():
