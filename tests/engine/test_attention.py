@@ -62,7 +62,7 @@ def test_a_mask_built_from_the_length_becomes_a_mask_op_not_a_tensor() -> None:
 
 def test_a_mask_buffer_cut_to_the_length_is_read_in_place() -> None:
     program = capture(load_problem(FOLDER / "graph_causal_buffer_mask.py")).program
-    cuts = [node for node in program.nodes if node.op == "slice" and node.args == ("causal",)]
+    cuts = [node for node in program.nodes if node.op == "slice" and node.args == ("allowed",)]
     assert cuts and cuts[0].attr("stop") == 11  # the traced length, resolved: it is the same on every input set
     assert "where" in [node.op for node in program.nodes]
 

@@ -863,6 +863,8 @@ class _Lowerer:
             static = tuple(d == dim or spec.is_static(d) for d in range(len(spec.shape)))
             current = self.add(f"{node.name}_cut{step}", "slice", (current,), shape, spec.dtype, static, dim=dim,
                                start=start, stop=stop, step=1)
+        if self.value(current).shape == self._meta(node.name)[0]:  # slices only: no dim taken by an integer
+            return current
         return self._view(node, current)
 
     def _batched_matmul(self, name: str, a: str, b: str) -> str:

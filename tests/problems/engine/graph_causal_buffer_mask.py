@@ -1,5 +1,6 @@
-"""Multi-head causal self-attention with the mask kept as a registered buffer for the longest sequence and cut to
-the input's length in forward (`self.causal[:, :, :t, :t]`), heads split by view and transpose."""
+"""Multi-head causal self-attention with a boolean mask of allowed keys kept as a buffer for the longest sequence
+and cut to the input's length in forward (`~self.allowed[:t, :t]` given to `masked_fill`), heads made by chunk,
+reshape and permute."""
 import torch
 import torch.nn as nn
 
@@ -9,19 +10,17 @@ class Model(nn.Module):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(width, 3 * width)
-        self.proj = nn.Linear(width, width)
-        self.register_buffer("causal", torch.tril(torch.ones(longest, longest)).view(1, 1, longest, longest))
+        self.register_buffer("allowed", torch.ones(longest, longest, dtype=torch.bool).tril())
 
     def forward(self, x):
-        b, t, c = x.size()
-        q, k, v = self.qkv(x).split(c, dim=2)
-        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / (k.size(-1) ** 0.5))
-        att = att.masked_fill(self.causal[:, :, :t, :t] == 0, float("-inf"))
-        y = torch.softmax(att, dim=-1) @ v
-        return self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q.reshape(b, t, self.heads, -1).permute(0, 2, 1, 3)
+        k = k.reshape(b, t, self.heads, -1).permute(0, 2, 1, 3)
+        v = v.reshape(b, t, self.heads, -1).permute(0, 2, 1, 3)
+        att = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5
+        att = att.masked_fill(~self.allowed[:t, :t], float("-inf"))
+        return torch.tanh(torch.softmax(att, dim=-1) @ v)
 
 
 def get_inputs():
