@@ -100,6 +100,23 @@ def test_multihead_attention_layouts_and_weights_match_torch(tmp_path: Path, bat
     assert_same_as_reference(path, captured.program, captured.model)
 
 
+@pytest.mark.parametrize(("init", "forward", "fused"), [
+    ("self.mha = nn.MultiheadAttention(12, 3)",
+     "        mask = nn.Transformer.generate_square_subsequent_mask(x.size(0), device=x.device)\n"
+     "        return self.mha(x, x, x, attn_mask=mask)[0]", True),
+    ("self.register_buffer('bias', torch.randn(1, 1, 16, 16))",
+     "        t = x.size(-2)\n        return F.scaled_dot_product_attention(x, x, x, attn_mask=self.bias[..., :t, :t])",
+     False),
+    ("pass", "        t = x.shape[-2]\n        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=-2)\n"
+     "        return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)", False),
+], ids=["square_subsequent_mask", "float_buffer_mask", "upper_triangle"])
+def test_attention_masks_match_torch(tmp_path: Path, init: str, forward: str, fused: bool) -> None:
+    path = _write(tmp_path, init, forward, "[torch.randn(7, 2, 12)]" if fused else "[torch.randn(2, 3, 9, 12)]")
+    captured = capture(load_problem(path))
+    assert ("attention" in [node.op for node in captured.program.nodes]) == fused
+    assert_same_as_reference(path, captured.program, captured.model)
+
+
 def test_a_trace_that_fails_names_the_problem_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "pass", "        total = x\n        for _ in range(x.shape[0]):\n"
                   "            total = total + x\n        return total", "[torch.randn(3, 5)]")
