@@ -149,7 +149,8 @@ def test_a_mask_from_a_length_that_varies_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["graph_causal_ones_mask", "graph_causal_buffer_mask", "graph_mha_batch_first"])
+@pytest.mark.parametrize("name", ["graph_causal_ones_mask", "graph_causal_buffer_mask", "graph_causal_mask_forms",
+                                  "graph_sdpa_masks", "graph_mha_batch_first", "graph_mha_sequence_first"])
 def test_the_cpp_solution_is_correct(tmp_path: Path, name: str) -> None:
     found = propose(load_problem(FOLDER / f"{name}.py"), "cpp", limit=1)
     path = tmp_path / "solution.py"
