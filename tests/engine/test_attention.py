@@ -109,9 +109,11 @@ def test_multihead_attention_layouts_and_weights_match_torch(tmp_path: Path, bat
      False),
     ("pass", "        t = x.shape[-2]\n        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=-2)\n"
      "        return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)", False),
-], ids=["square_subsequent_mask", "float_buffer_mask", "upper_triangle"])
+    ("pass", "        t = x.shape[-2]\n        mask = torch.ones(t, t).tril().view(1, 1, t, t) == 1\n"
+     "        return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)", True),
+], ids=["square_subsequent_mask", "float_buffer_mask", "upper_triangle", "viewed_lower_triangle"])
 def test_attention_masks_match_torch(tmp_path: Path, init: str, forward: str, fused: bool) -> None:
-    path = _write(tmp_path, init, forward, "[torch.randn(7, 2, 12)]" if fused else "[torch.randn(2, 3, 9, 12)]")
+    path = _write(tmp_path, init, forward, "[torch.randn(7, 2, 12)]" if "mha" in init else "[torch.randn(2, 3, 9, 12)]")
     captured = capture(load_problem(path))
     assert ("attention" in [node.op for node in captured.program.nodes]) == fused
     assert_same_as_reference(path, captured.program, captured.model)

@@ -917,18 +917,20 @@ class _Lowerer:
             return None
         if isinstance(mask, str):
             spec = self.value(mask)
+            if not keep and len(spec.shape) != 2:  # the layer's (batch * heads, queries, keys) form
+                raise cannot_lower("multihead_attention (with a mask per batch and head)")
             if spec.dtype == "bool" and not keep:
                 return self.add(f"{node.name}_keep", "logical_not", (mask,), spec.shape, "bool",
                                 tuple(spec.is_static(d) for d in range(len(spec.shape))))
             return mask
         if not isinstance(mask, constants.Constant):
             raise cannot_lower("scaled_dot_product_attention (with a mask that is no tensor)")
-        tensor = mask.tensor
+        tensor, shape = mask.tensor, tuple(mask.tensor.shape)  # one plane for every batch and head, or refused
         if tensor.dtype == torch.bool:
-            plane = constants.plane(tensor, tuple(tensor.shape[-2:]))
+            plane = constants.plane(tensor, shape)
             found = constants.triangle(plane if keep else ~plane) if plane is not None else None
         else:
-            found = constants.additive(tensor, tuple(tensor.shape[-2:]), float("-inf"))
+            found = constants.additive(tensor, shape, float("-inf"))
         if found is None:
             raise cannot_lower("scaled_dot_product_attention (with a constant mask that is no triangle)")
         return found
