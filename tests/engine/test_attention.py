@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kforge.engine import constants
+from kforge.engine import constants, tracing
 from kforge.engine.capture import LoweringError, capture
 from kforge.engine.propose import propose
 from kforge.problem import load_problem
@@ -53,6 +53,24 @@ def test_a_mask_that_is_no_triangle_is_not_taken_for_one() -> None:
     band = torch.tril(torch.ones(6, 6, dtype=torch.bool), 1) & torch.triu(torch.ones(6, 6, dtype=torch.bool), -1)
     assert constants.triangle(band) is None
     assert constants.triangle(torch.ones(6, 6, dtype=torch.bool)) is None
+
+
+class _Made(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        t = x.size(-1)
+        masked = x.masked_fill(torch.tril(torch.ones(t, t)) == 0, 0.0)
+        added = x + torch.zeros(t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        return masked + added, x + torch.ones(t, t), torch.zeros(t, t).sum(0)
+
+
+def test_only_tensors_made_from_sizes_that_end_as_masks_are_folded() -> None:
+    """A factory whose every use ends as a mask is computed at capture; one returned, reduced or added as it is
+    is left to capture's other lowerings."""
+    graph = tracing.trace(_Made())
+    factories = [node for node in graph.graph.nodes if node.target in constants.FACTORIES]
+    found = [constants.feeds_masks(node, lambda arg: not isinstance(arg, torch.fx.Node) or arg.op != "placeholder")
+             for node in factories]
+    assert found == [True, True, True, False, False]
 
 
 def test_a_mask_built_from_the_length_becomes_a_mask_op_not_a_tensor() -> None:

@@ -291,7 +291,8 @@ class _Lowerer:
             return self._module(node, self.model.get_submodule(str(node.target)))
         args = [self._arg(a) for a in node.args]
         kwargs = {k: self._arg(v) for k, v in node.kwargs.items()}
-        if node.target in constants.FACTORIES or _mentions_constant((args, kwargs)):
+        if _mentions_constant((args, kwargs)) or (node.target in constants.FACTORIES and
+                                                  constants.feeds_masks(node, self._made_from_sizes)):
             folded = self._fold(node, args, kwargs)
             if folded is not _NOT_FOLDED:
                 return folded
@@ -311,6 +312,21 @@ class _Lowerer:
             raise cannot_lower(f"{getattr(node.target, '__name__', node.target)} (of a size that varies between "
                                "input sets)") from None
         return constants.run(node.target, node.op == "call_method", *concrete)
+
+    def _made_from_sizes(self, arg: Any) -> bool:
+        """Whether an fx argument holds no tensor the forward receives or computes: numbers, sizes, devices, and
+        tensors computed from those alone."""
+        if isinstance(arg, (tuple, list)):
+            return all(self._made_from_sizes(item) for item in arg)
+        if isinstance(arg, slice):
+            return all(self._made_from_sizes(bound) for bound in (arg.start, arg.stop, arg.step))
+        if not isinstance(arg, torch.fx.Node):
+            return True
+        value = self.shapes[0].get(arg.name)
+        if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.dtype)):
+            return True  # a size, a shape, a device
+        inputs = (arg.args, tuple(arg.kwargs.values()))
+        return arg.op in ("call_function", "call_method") and self._made_from_sizes(inputs)
 
     def _resolved(self, value: Any) -> Any:
         """`value` with the sizes in it that every input set agrees on as integers, where it holds no tensor."""

@@ -11,11 +11,14 @@ product). Any other constant is refused.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.fx
+import torch.nn.functional as F
 
 # Factories of a tensor from sizes (and a fill value) alone.
 FACTORIES: tuple[Callable[..., Any], ...] = (torch.ones, torch.zeros, torch.full)
@@ -97,3 +100,52 @@ def additive(tensor: torch.Tensor, shape: tuple[int, ...], dropped: float) -> Tr
     if not bool((values[~keep] == dropped).all()):
         return None
     return triangle(keep)
+
+
+# ---- which tensors made in forward are masks ------------------------------------------------------------------
+# A factory is folded only where everything made from it ends as a mask (a condition of `where`, the mask of
+# `masked_fill`, an attention's `attn_mask`, or a mask added or multiplied into a value); any other use (a
+# tensor returned, reduced, broadcast into a value) is left to capture's other lowerings.
+
+_COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge, torch.eq, torch.ne,
+                torch.lt, torch.le, torch.gt, torch.ge)
+_PASSING_FUNCTIONS = (torch.tril, torch.triu, operator.getitem, operator.invert, torch.logical_not, operator.and_,
+                      operator.or_, torch.logical_and, torch.logical_or, operator.sub, torch.sub, operator.truediv,
+                      *_COMPARISONS)
+_PASSING_METHODS = ("tril", "triu", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+                    "bool", "float", "to", "view", "reshape", "unsqueeze", "squeeze", "expand", "contiguous", "clone",
+                    "detach", "sub", "div", "__and__", "__or__", "__invert__")
+_COMBINING = (operator.add, operator.mul, torch.add, torch.mul, "add", "mul")
+
+
+def feeds_masks(node: torch.fx.Node, made_from_sizes: Callable[[Any], bool]) -> bool:
+    """Whether every use of `node` (a tensor made from sizes), followed through what is computed from it alone,
+    ends as a mask. `made_from_sizes(arg)` tells whether an fx argument holds no tensor the forward receives or
+    computes (a number, a size, another such tensor)."""
+    return bool(node.users) and all(_ends_as_mask(node, user, made_from_sizes) for user in node.users)
+
+
+def _ends_as_mask(node: torch.fx.Node, user: torch.fx.Node, made_from_sizes: Callable[[Any], bool]) -> bool:
+    target, args = user.target, user.args
+    if _is_mask_slot(node, user):
+        return True
+    alone = all(made_from_sizes(arg) for arg in (*args, *user.kwargs.values()) if arg is not node)
+    if target in _COMBINING and not alone:  # a mask added or multiplied into a value; a bare factory is a number
+        return node.target not in FACTORIES
+    passing = target in _COMBINING or target in _PASSING_FUNCTIONS or target in _PASSING_METHODS or \
+        (target == "masked_fill" and args[0] is node)
+    return passing and alone and feeds_masks(user, made_from_sizes)
+
+
+def _is_mask_slot(node: torch.fx.Node, user: torch.fx.Node) -> bool:
+    """Whether `user` reads `node` as a mask: where's condition, masked_fill's mask, an attention's attn_mask."""
+    target, args, kwargs = user.target, user.args, user.kwargs
+    if target is torch.where:
+        return args[0] is node
+    if target == "where" or target == "masked_fill" or target is torch.masked_fill:
+        return (args[1] if len(args) > 1 else kwargs.get("mask", kwargs.get("condition"))) is node
+    if target is F.scaled_dot_product_attention:
+        return (args[3] if len(args) > 3 else kwargs.get("attn_mask")) is node
+    if user.op == "call_module":  # a layer given `attn_mask=` (nn.MultiheadAttention)
+        return (args[5] if len(args) > 5 else kwargs.get("attn_mask")) is node
+    return False
