@@ -23,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kforge.engine import decompose, einsum, ir, losses
+from kforge.engine import attention, constants, decompose, einsum, ir, losses, tracing
 from kforge.problem import Problem
 
 
@@ -52,10 +52,10 @@ def capture(problem: Problem, seed: int = 0, training: bool | None = None) -> Ca
     if training is not None:
         model.train(training)
     try:
-        graph = torch.fx.symbolic_trace(model)
-    except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise LoweringError(f"builtin engine: cannot trace Model.forward ({reason[:160]}); "
+        graph = tracing.trace(model, problem.path)
+    except tracing.TraceError as exc:
+        where = f" at {exc.where}" if exc.where else ""
+        raise LoweringError(f"builtin engine: cannot trace Model.forward{where} ({exc.reason}); "
                             "configure a model with --model") from None
     shapes = _shapes_per_set(graph, problem, seed)
     return Captured(_Lowerer(graph, model, shapes).lower(), model)
@@ -76,8 +76,10 @@ def _shapes_per_set(graph: torch.fx.GraphModule, problem: Problem, seed: int) ->
                 raise
             except Exception as exc:
                 cause = str(exc.__cause__ or exc).strip().splitlines()
-                raise LoweringError(f"builtin engine: the traced graph does not run ({cause[0] if cause else exc}); "
-                                    "configure a model with --model") from None
+                line = tracing.line_of(interpreter.current, problem.path) if interpreter.current else ""
+                where = f" at {line}" if line else ""
+                raise LoweringError(f"builtin engine: the traced graph does not run{where} "
+                                    f"({cause[0] if cause else exc}); configure a model with --model") from None
         results.append(values)
     return results
 
@@ -88,8 +90,10 @@ class _Recorder(ShapeProp):
     def __init__(self, module: torch.fx.GraphModule, values: dict[str, Any]) -> None:
         super().__init__(module)
         self.values = values
+        self.current: torch.fx.Node | None = None  # the node running, named by a refusal when it fails
 
     def run_node(self, n: torch.fx.Node) -> Any:
+        self.current = n
         result = super().run_node(n)
         if isinstance(result, torch.Tensor):
             self.values[n.name] = (tuple(result.shape), result.dtype)
@@ -229,9 +233,10 @@ class _Lowerer:
         names = []
         for item in items:
             value = self.env.get(item.name) if isinstance(item, torch.fx.Node) else None
-            if not isinstance(value, str):
-                raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
-            names.append(value)
+            # a layer's (output, weights) pair returned as it is: both
+            names.extend(value[1:] if isinstance(value, tuple) and value[0] == "outputs" else [value])
+        if not all(isinstance(name, str) for name in names):
+            raise LoweringError("builtin engine: forward must return tensors; configure a model with --model")
         return tuple(names)
 
     def _meta(self, name: str) -> tuple[ir.Shape, str, tuple[bool, ...]]:
@@ -316,13 +321,76 @@ class _Lowerer:
             return self._module(node, self.model.get_submodule(str(node.target)))
         args = [self._arg(a) for a in node.args]
         kwargs = {k: self._arg(v) for k, v in node.kwargs.items()}
+        if _mentions_constant((args, kwargs)) or (node.target in constants.FACTORIES and
+                                                  constants.feeds_masks(node, self._made_from_sizes)):
+            folded = self._fold(node, args, kwargs)
+            if folded is not _NOT_FOLDED:
+                return folded
         if node.op == "call_method":
             return self._method(node, str(node.target), args, kwargs)
         return self._function(node, node.target, args, kwargs)
 
+    def _fold(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """A call on constants, static sizes and numbers only, computed now (engine/constants.py); _NOT_FOLDED
+        when it reads a tensor the forward receives or computes."""
+        kwargs = {key: value for key, value in kwargs.items() if key != "device"}
+        try:
+            concrete = self._concrete((args, kwargs))
+        except _Unfoldable:
+            return _NOT_FOLDED
+        except _Varying:
+            raise cannot_lower(f"{getattr(node.target, '__name__', node.target)} (of a size that varies between "
+                               "input sets)") from None
+        return constants.run(node.target, node.op == "call_method", *concrete)
+
+    def _made_from_sizes(self, arg: Any) -> bool:
+        """Whether an fx argument holds no tensor the forward receives or computes: numbers, sizes, devices, and
+        tensors computed from those alone."""
+        if isinstance(arg, (tuple, list)):
+            return all(self._made_from_sizes(item) for item in arg)
+        if isinstance(arg, slice):
+            return all(self._made_from_sizes(bound) for bound in (arg.start, arg.stop, arg.step))
+        if not isinstance(arg, torch.fx.Node):
+            return True
+        value = self.shapes[0].get(arg.name)
+        if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.dtype)):
+            return True  # a size, a shape, a device
+        inputs = (arg.args, tuple(arg.kwargs.values()))
+        return arg.op in ("call_function", "call_method") and self._made_from_sizes(inputs)
+
+    def _resolved(self, value: Any) -> Any:
+        """`value` with the sizes in it that every input set agrees on as integers, where it holds no tensor."""
+        try:
+            return self._concrete(value)
+        except (_Unfoldable, _Varying):
+            return value
+
+    def _concrete(self, value: Any) -> Any:
+        """An fx argument's value at capture: a constant's tensor, a static size's int, a dtype."""
+        if isinstance(value, constants.Constant):
+            return value.tensor
+        if isinstance(value, str):
+            if not self._is_scalar(value):
+                raise _Unfoldable
+            size = self._constant(value)
+            if size is None:
+                raise _Varying
+            return int(size) if float(size).is_integer() else size
+        if isinstance(value, tuple) and len(value) == 2 and value[0] == "dtype":
+            return ir.torch_dtype(self.value(value[1]).dtype)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._concrete(item) for item in value)
+        if isinstance(value, dict):
+            return {key: self._concrete(item) for key, item in value.items()}
+        if isinstance(value, slice):
+            return slice(*(self._concrete(bound) for bound in (value.start, value.stop, value.step)))
+        return value
+
     def _module(self, node: torch.fx.Node, module: nn.Module) -> Any:
         x = self._arg(node.args[0])
         path = str(node.target)
+        if isinstance(module, nn.MultiheadAttention):
+            return self._multihead(node, module, path)
         if isinstance(module, nn.Linear):
             operands = (x, self._param(f"{path}.weight"))
             if module.bias is not None:
@@ -500,6 +568,9 @@ class _Lowerer:
             return self._emit(node, name, (x,), diagonal=int(diagonal), fill=0.0)
         if name in _CAST_METHODS:
             return self._emit(node, "cast", (x,))
+        if name == "masked_fill":  # x.masked_fill(mask, value) is torch.where(mask, value, x)
+            return self._where(node, args[1] if len(args) > 1 else kwargs["mask"],
+                               args[2] if len(args) > 2 else kwargs["value"], x)
         if name == "where":  # x.where(condition, y) is torch.where(condition, x, y)
             return self._where(node, args[1] if len(args) > 1 else kwargs["condition"],
                                x, args[2] if len(args) > 2 else kwargs["other"])
@@ -578,6 +649,9 @@ class _Lowerer:
             return self._pieces(args[0], pieces, int(dim), target is torch.chunk)
         if target is torch.narrow:
             return self._narrow(node, args, kwargs)
+        if target is torch.masked_fill:
+            return self._where(node, args[1] if len(args) > 1 else kwargs["mask"],
+                               args[2] if len(args) > 2 else kwargs["value"], args[0])
         if target is torch.where:
             if len(args) != 3:
                 raise cannot_lower("where (with one argument: the indices of a condition)")
@@ -651,15 +725,55 @@ class _Lowerer:
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             return float(ir.apply(ir.Node("c", op, ("a",), ()), [torch.tensor(float(a), dtype=torch.float64),
                                                                    float(b)]))
+        if isinstance(a, constants.Constant) or isinstance(b, constants.Constant):
+            return self._constant_operand(node, op, a, b)
         a, b = _operands(op, a, b)
         if all(isinstance(v, float) or self._is_scalar(v) for v in (a, b)):
             return self._scalar(node, op, (a, b))
         return self._emit(node, op, (a, b))
 
     def _where(self, node: torch.fx.Node, condition: Any, a: Any, b: Any) -> str:
+        if isinstance(condition, constants.Constant):
+            return self._constant_where(node, condition.tensor, a, b)
         if not isinstance(condition, str):
             raise cannot_lower("where (with a condition that is no tensor)")
         return self._emit(node, "where", (condition, *_operands("where", a, b)))
+
+    def _constant_where(self, node: torch.fx.Node, condition: torch.Tensor, a: Any, b: Any) -> str:
+        """where(a triangle made in forward, value, number) (or number, value): the value's tril or triu, the
+        number where the mask drops it."""
+        shape, _, _ = self._meta(node.name)
+        plane = constants.plane(condition.bool(), shape)
+        if isinstance(a, str) and isinstance(b, (int, float)):
+            x, fill, keep = a, b, plane
+        elif isinstance(b, str) and isinstance(a, (int, float)):
+            x, fill, keep = b, a, None if plane is None else ~plane
+        else:
+            raise cannot_lower("where (of a mask made in forward, other than between a tensor and a number)")
+        if keep is None or self.value(x).shape != shape:
+            raise cannot_lower("where (of a mask made in forward that does not match the last two dims)")
+        if bool(keep.all()):
+            return x
+        found = constants.triangle(keep)
+        if found is None:
+            raise cannot_lower("where (of a mask made in forward that is no triangle)")
+        return self._emit(node, found.op, (x,), diagonal=found.diagonal, fill=float(fill))
+
+    def _constant_operand(self, node: torch.fx.Node, op: str, a: Any, b: Any) -> Any:
+        """A value combined with a tensor made in forward: one element everywhere is a number; a triangular
+        mask added (0 and -inf) or multiplied (1 and 0) in is the value's tril or triu."""
+        const, other = (a, b) if isinstance(a, constants.Constant) else (b, a)
+        shape, _, _ = self._meta(node.name)
+        if not isinstance(other, str) or self.program_shape(other) != shape:
+            raise cannot_lower(f"{op} (of a tensor made in forward that broadcasts the other operand)")
+        number = constants.uniform(const.tensor)
+        if number is not None:
+            return self._binary(node, op, number, other) if const is a else self._binary(node, op, other, number)
+        dropped = {"add": float("-inf"), "mul": 0.0}.get(op)
+        found = constants.additive(const.tensor, shape, dropped) if dropped is not None else None
+        if found is None:
+            raise cannot_lower(f"{op} (of a tensor made in forward that is no triangular mask)")
+        return self._emit(node, found.op, (other,), diagonal=found.diagonal, fill=dropped)
 
     def _is_mask(self, value: Any) -> bool:
         """A boolean value: a comparison's result, a logical op's, a cast's, or a boolean input."""
@@ -763,6 +877,10 @@ class _Lowerer:
                 raise cannot_lower("getitem (a slice of chunks)")
             start, stop = bounds[index]
             return self._emit(node, "slice", (source,), dim=dim, start=start, stop=stop, step=1)
+        if isinstance(base, tuple) and len(base) == 3 and base[0] == "outputs":
+            if base[1 + index] is None and node.users:
+                raise cannot_lower("multihead_attention (its weights, with need_weights=False)")
+            return base[1 + index]
         if isinstance(base, tuple) and len(base) == 2 and base[0] == "cummax":
             if index != 0:
                 raise cannot_lower("cummax (its indices)")
@@ -776,7 +894,7 @@ class _Lowerer:
         raise cannot_lower("getitem")
 
     def _slice(self, node: torch.fx.Node, x: str, index: Any) -> str:
-        items = list(index) if isinstance(index, tuple) else [index]
+        items = [self._static_bounds(item) for item in (index if isinstance(index, tuple) else (index,))]
         rank = len(self.program_shape(x))
         if Ellipsis in items:
             at = items.index(Ellipsis)
@@ -803,6 +921,16 @@ class _Lowerer:
             raise cannot_lower("slice (with a negative end)")
         return self._emit(node, "slice", args, dim=dim, start=start, stop=stop, step=1)
 
+    def _static_bounds(self, item: Any) -> Any:
+        """A slice whose bounds are sizes every input set agrees on, with those bounds as integers."""
+        if not isinstance(item, slice):
+            return item
+        bounds = [self._constant(bound) if isinstance(bound, str) and self._is_scalar(bound) else None
+                  for bound in (item.start, item.stop)]
+        start, stop = (int(found) if found is not None else bound
+                       for found, bound in zip(bounds, (item.start, item.stop), strict=True))
+        return slice(start, stop, item.step)
+
     def _cuts(self, node: torch.fx.Node, x: str, cut: list[tuple[int, Any]]) -> str:
         """x[i, a:b, ...] (or x[..., i, ...]): one slice a dim (an integer index a slice of length one), then a
         view without the dims the integers took. Each cut dim has the same size on every input set."""
@@ -824,6 +952,8 @@ class _Lowerer:
             static = tuple(d == dim or spec.is_static(d) for d in range(len(spec.shape)))
             current = self.add(f"{node.name}_cut{step}", "slice", (current,), shape, spec.dtype, static, dim=dim,
                                start=start, stop=stop, step=1)
+        if self.value(current).shape == self._meta(node.name)[0]:  # slices only: no dim taken by an integer
+            return current
         return self._view(node, current)
 
     def _batched_matmul(self, name: str, a: str, b: str) -> str:
@@ -850,37 +980,65 @@ class _Lowerer:
         product = self.add(f"{name}_bmm", "bmm", (left, right), flat, dtype, (batch_static, True, True))
         return self.add(name, "view", (product,), shape, dtype, static, shape=shape)
 
+    def matmul(self, name: str, a: str, b: str) -> str:
+        return self._batched_matmul(name, a, b)
+
     def _attention(self, node: torch.fx.Node, args: list[Any], kwargs: dict[str, Any]) -> str:
-        """scaled_dot_product_attention as softmax(q @ k^T * scale [causal mask]) @ v: two batched GEMMs around a
-        row softmax (the partitioner makes them kernels)."""
+        """scaled_dot_product_attention: fused without a mask or with the causal one, else written out
+        (engine/attention.py)."""
         names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
         options = {**dict(zip(names, args, strict=False)), **kwargs}
+        if options.get("dropout_p", 0.0) or options.get("enable_gqa"):
+            raise cannot_lower("scaled_dot_product_attention (with dropout or grouped heads)")
         q, k, v = options["query"], options["key"], options["value"]
-        if options.get("attn_mask") is not None or options.get("dropout_p", 0.0) or options.get("enable_gqa"):
-            raise cannot_lower("scaled_dot_product_attention (with a mask, dropout or grouped heads)")
-        spec_q, spec_k = self.value(q), self.value(k)
-        scale = options.get("scale")
-        scale = float(scale) if scale is not None else spec_q.shape[-1] ** -0.5
-        spec_v = self.value(v)
-        if spec_q.shape[:-2] == spec_k.shape[:-2] == spec_v.shape[:-2] and len(spec_q.shape) >= 3 and \
-                spec_q.dtype == spec_k.dtype == spec_v.dtype:
-            # One fused kernel (an online softmax over blocks of keys): the scores never reach memory.
-            return self._emit(node, "attention", (q, k, v), scale=scale, causal=bool(options.get("is_causal")))
-        rank = len(spec_k.shape)
-        order = list(range(rank))
-        order[-2], order[-1] = order[-1], order[-2]
-        k_t = self.add(f"{node.name}_key_t", "permute", (k,), tuple(spec_k.shape[d] for d in order), spec_k.dtype,
-                       tuple(spec_k.is_static(d) for d in order), dims=tuple(order))
-        scores = self._batched_matmul(f"{node.name}_scores", q, k_t)
-        spec = self.value(scores)
-        static = tuple(spec.is_static(d) for d in range(len(spec.shape)))
-        scaled = self.add(f"{node.name}_scaled", "mul", (scores, scale), spec.shape, spec.dtype, static)
-        if options.get("is_causal"):
-            scaled = self.add(f"{node.name}_causal", "tril", (scaled,), spec.shape, spec.dtype, static, diagonal=0,
-                              fill=float("-inf"))
-        weights = self.add(f"{node.name}_weights", "softmax", (scaled,), spec.shape, spec.dtype, static,
-                           dim=len(spec.shape) - 1)
-        return self._batched_matmul(node.name, weights, v)
+        mask = constants.Triangle("tril", 0) if options.get("is_causal") else \
+            self._attention_mask(node, options.get("attn_mask"), keep=True)
+        try:
+            return attention.scaled_dot_product(self, node.name, q, k, v, scale=options.get("scale"), mask=mask)[0]
+        except ValueError as exc:
+            raise cannot_lower(f"scaled_dot_product_attention ({exc})") from None
+
+    def _attention_mask(self, node: torch.fx.Node, mask: Any, keep: bool) -> attention.Mask:
+        """An attention's mask as engine/attention.py takes it: a triangle, a tensor, or None. A boolean mask
+        keeps where it is True when `keep` (scaled_dot_product_attention), drops there otherwise
+        (nn.MultiheadAttention)."""
+        if mask is None:
+            return None
+        if isinstance(mask, str):
+            spec = self.value(mask)
+            if not keep and len(spec.shape) != 2:  # the layer's (batch * heads, queries, keys) form
+                raise cannot_lower("multihead_attention (with a mask per batch and head)")
+            if spec.dtype == "bool" and not keep:
+                return self.add(f"{node.name}_keep", "logical_not", (mask,), spec.shape, "bool",
+                                tuple(spec.is_static(d) for d in range(len(spec.shape))))
+            return mask
+        if not isinstance(mask, constants.Constant):
+            raise cannot_lower("scaled_dot_product_attention (with a mask that is no tensor)")
+        tensor, shape = mask.tensor, tuple(mask.tensor.shape)  # one plane for every batch and head, or refused
+        if tensor.dtype == torch.bool:
+            plane = constants.plane(tensor, shape)
+            found = constants.triangle(plane if keep else ~plane) if plane is not None else None
+        else:
+            found = constants.additive(tensor, shape, float("-inf"))
+        if found is None:
+            raise cannot_lower("scaled_dot_product_attention (with a constant mask that is no triangle)")
+        return found
+
+    def _multihead(self, node: torch.fx.Node, module: nn.MultiheadAttention, path: str) -> tuple[str, str, Any]:
+        """An nn.MultiheadAttention call: ("outputs", output, weights or None), read by `_getitem`."""
+        options = attention.layer_options([self._arg(a) for a in node.args],
+                                          {k: self._arg(v) for k, v in node.kwargs.items()})
+        if options["key_padding_mask"] is not None:
+            raise cannot_lower("multihead_attention (with a key padding mask)")
+        weights = bool(options["need_weights"]) and attention.uses_second_output(node.users)
+        mask = self._attention_mask(node, options["attn_mask"], keep=False)
+        try:
+            out, scores = attention.multihead(self, node.name, path, module,
+                                              [options["query"], options["key"], options["value"]], mask=mask,
+                                              weights=weights, average=bool(options["average_attn_weights"]))
+        except ValueError as exc:
+            raise cannot_lower(f"multihead_attention ({exc})") from None
+        return ("outputs", out, scores)
 
     def _pool(self, node: torch.fx.Node, op: str, rank: int, x: Any, options: dict[str, Any]) -> str:
         """max or average pooling over the last `rank` dims, with PyTorch's defaults (stride: the window)."""
@@ -1125,6 +1283,7 @@ class _Lowerer:
         the bounds of each piece, cut by a slice when the piece is read."""
         if not isinstance(x, str):
             raise cannot_lower("chunk (of a value that is no tensor)")
+        pieces = self._resolved(pieces)
         spec = self.value(x)
         dim %= len(spec.shape)
         if not spec.is_static(dim):
@@ -1225,6 +1384,27 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _target_name(node: torch.fx.Node) -> str:
     return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
+
+
+class _Unfoldable(Exception):
+    """A call that reads a tensor the forward receives or computes: lowered, not folded."""
+
+
+class _Varying(Exception):
+    """A call on a size that varies between input sets: neither folded nor lowered."""
+
+
+_NOT_FOLDED = object()
+
+
+def _mentions_constant(value: Any) -> bool:
+    if isinstance(value, constants.Constant):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_mentions_constant(item) for item in value)
+    if isinstance(value, dict):
+        return any(_mentions_constant(item) for item in value.values())
+    return False
 
 
 def _ntuple(value: Any, rank: int) -> tuple[int, ...]:
