@@ -146,10 +146,7 @@ class _Checker(ast.NodeVisitor):
             self.flag("static.try-except", node, "try/except in a candidate: a fallback path hides failures")
         self.generic_visit(node)
 
-    def visit_TryStar(self, node: ast.TryStar) -> None:
-        if node.handlers:
-            self.flag("static.try-except", node, "try/except* in a candidate: a fallback path hides failures")
-        self.generic_visit(node)
+    visit_TryStar = visit_Try  # type: ignore[assignment]  # try/except* (3.11) has the same handlers
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
