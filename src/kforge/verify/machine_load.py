@@ -44,8 +44,8 @@ class LoadReading:
             parts.append(f"other processes kept {self.others_cores:.1f} of its {self.cores} cores busy")
         if self.steal_share > STEAL_SHARE:
             parts.append(f"the hypervisor took {self.steal_share:.0%} of its CPU time")
-        return (f"the machine was busy while timing ({'; '.join(parts)}): figures move with the load, so trust "
-                "the intervals, not the single figures, and time again on a quiet machine to settle them")
+        return (f"the machine was busy while timing ({'; '.join(parts)}): figures taken under load can be off by "
+                "more than their intervals; time again on a quiet machine to settle them")
 
 
 class LoadWatch:
