@@ -1,5 +1,5 @@
 """einsum as permutes, views and one GEMM (engine/einsum.py), expand as a broadcast (or laid out in full where a
-non-pointwise op reads it), selu and torch.multiply, captured from `tests/problems/engine/einsum_expand_selu.py`.
+non-pointwise op reads it), selu and torch.multiply, captured from `tests/problems/engine/graph_einsum_expand_selu.py`.
 Both backends' solutions are judged in test_op_families.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from kforge.engine.einsum import EinsumError, parse
 from tests.conftest import PROBLEMS
 from tests.engine.judged import assert_program_computes_the_reference, assert_refused
 
-PROBLEM = PROBLEMS / "engine" / "einsum_expand_selu.py"
+PROBLEM = PROBLEMS / "engine" / "graph_einsum_expand_selu.py"
 
 
 def test_each_einsum_is_one_gemm_or_none_and_expand_is_laid_out_only_for_the_sum() -> None:

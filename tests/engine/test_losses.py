@@ -15,11 +15,11 @@ CASES = {path.stem: path for path in sorted((PROBLEMS / "engine").glob("losses_*
 
 
 def test_the_pointwise_losses_compute_the_reference_on_every_input_set() -> None:
-    assert_program_computes_the_reference(CASES["losses_pointwise"], rtol=1e-5, atol=1e-6)
+    assert_program_computes_the_reference(CASES["graph_losses_pointwise"], rtol=1e-5, atol=1e-6)
 
 
 def test_cross_entropy_picks_each_target_by_comparing_it_with_the_class_index() -> None:
-    program = assert_program_computes_the_reference(CASES["losses_classes"], rtol=1e-5, atol=1e-6)
+    program = assert_program_computes_the_reference(CASES["graph_losses_classes"], rtol=1e-5, atol=1e-6)
     fills = [node for node in program.nodes if node.op == "fill"]
     assert [(node.shape, node.dtype, node.attr("dim")) for node in fills] == [((1, 11, 1), "int64", 1),
                                                                               ((1, 9), "int64", 1)]
@@ -32,5 +32,5 @@ def test_cross_entropy_picks_each_target_by_comparing_it_with_the_class_index() 
     ('nn.CrossEntropyLoss(reduction="none")', 'nn.CrossEntropyLoss(reduction="none", weight=torch.rand(11))'),
 ])
 def test_options_without_a_lowering_are_refused_in_one_line(tmp_path: Path, change: str, into: str) -> None:
-    assert_refused(CASES["losses_classes"], tmp_path, change, into,
+    assert_refused(CASES["graph_losses_classes"], tmp_path, change, into,
                    r"^builtin engine: cannot lower aten.cross_entropy \(with class weights or label smoothing\)")

@@ -1,6 +1,6 @@
 """Tensors made in the forward (torch.tensor, zeros_like/ones_like/full_like, torch.full, new_ones, torch.arange, and
 those the trace computes from constants): constants where every user is a pointwise op that broadcasts them
-anyway, else `fill` kernels of static shape (`tests/problems/engine/made_in_forward.py`). Both backends'
+anyway, else `fill` kernels of static shape (`tests/problems/engine/graph_made_in_forward.py`). Both backends'
 solutions are judged in test_op_families.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import PROBLEMS
 from tests.engine.judged import assert_program_computes_the_reference, assert_refused
 
-PROBLEM = PROBLEMS / "engine" / "made_in_forward.py"
+PROBLEM = PROBLEMS / "engine" / "graph_made_in_forward.py"
 
 
 def test_constants_fold_and_only_tensors_read_in_full_are_filled() -> None:

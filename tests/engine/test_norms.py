@@ -1,6 +1,6 @@
 """Layer norm over several trailing dims (the dims viewed as one, the weights applied after) and vector norms over
 given dims (torch.norm, Tensor.norm, torch.linalg.vector_norm), captured from
-`tests/problems/engine/norms_trailing.py`. Both backends' solutions are judged in test_op_families.py."""
+`tests/problems/engine/graph_norms_trailing.py`. Both backends' solutions are judged in test_op_families.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.conftest import PROBLEMS
 from tests.engine.judged import assert_program_computes_the_reference, assert_refused
 
-PROBLEM = PROBLEMS / "engine" / "norms_trailing.py"
+PROBLEM = PROBLEMS / "engine" / "graph_norms_trailing.py"
 
 
 def test_a_layer_norm_over_two_dims_is_one_row_norm_over_their_product() -> None:

@@ -12,8 +12,8 @@ from tests.conftest import PROBLEMS
 from tests.engine.judged import LANGUAGES, assert_default_solution_correct
 
 # The 3-D pools' Triton solution takes 25 s in the interpreter on a shared 2-core machine: slow in both languages.
-FAMILIES = [pytest.param("pool3d_windows", marks=pytest.mark.slow), "losses_classes", "losses_pointwise",
-            "norms_trailing", "einsum_expand_selu", "made_in_forward"]
+FAMILIES = [pytest.param("graph_pool3d_windows", marks=pytest.mark.slow), "graph_losses_classes",
+            "graph_losses_pointwise", "graph_norms_trailing", "graph_einsum_expand_selu", "graph_made_in_forward"]
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

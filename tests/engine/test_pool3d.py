@@ -1,5 +1,5 @@
 """3-D pooling (max_pool3d, avg_pool3d, adaptive average pooling over three dims): captured as the pool ops the
-1-D and 2-D forms use, with one window size a dim (`tests/problems/engine/pool3d_windows.py`: odd sizes; stride,
+1-D and 2-D forms use, with one window size a dim (`tests/problems/engine/graph_pool3d_windows.py`: odd sizes; stride,
 padding, dilation, ceil mode, padding left out of the divisor). Both backends' solutions are judged in
 test_op_families.py."""
 
@@ -11,7 +11,7 @@ from kforge.engine import ir
 from tests.conftest import PROBLEMS
 from tests.engine.judged import assert_program_computes_the_reference, assert_refused
 
-PROBLEM = PROBLEMS / "engine" / "pool3d_windows.py"
+PROBLEM = PROBLEMS / "engine" / "graph_pool3d_windows.py"
 
 
 def test_each_pool_keeps_three_window_sizes_and_the_program_computes_the_reference() -> None:
