@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import PROBLEMS
 from tests.engine.judged import assert_program_computes_the_reference, assert_refused
 
-CASES = {path.stem: path for path in sorted((PROBLEMS / "engine").glob("losses_*.py"))}
+CASES = {path.stem: path for path in sorted((PROBLEMS / "engine").glob("graph_losses_*.py"))}
 
 
 def test_the_pointwise_losses_compute_the_reference_on_every_input_set() -> None:
