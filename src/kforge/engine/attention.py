@@ -99,7 +99,7 @@ def multihead(builder: Builder, name: str, path: str, module: nn.MultiheadAttent
     attended, softmax = scaled_dot_product(builder, f"{name}_attention", *split, scale=None, mask=mask,
                                            weights=weights)
     joined = _join(builder, f"{name}_joined", attended, module.batch_first, width)
-    operands = (joined, builder.param(f"{path}.out_proj.weight"))
+    operands: tuple[str, ...] = (joined, builder.param(f"{path}.out_proj.weight"))
     if module.out_proj.bias is not None:
         operands += (builder.param(f"{path}.out_proj.bias"),)
     spec = builder.value(joined)

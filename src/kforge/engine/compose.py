@@ -150,7 +150,7 @@ def _piece(index: int, source: str, shared: set[str], common: AbstractSet[str] =
         if ast.dump(statement) in shared:
             continue
         defined = _defined_name(statement)
-        if defined in common:
+        if defined is not None and defined in common:
             if defined in emitted:
                 continue
             emitted.add(defined)

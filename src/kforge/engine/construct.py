@@ -13,6 +13,7 @@ Backends render `reference_source(problem_source)` at module level, build `_Refe
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from kforge import pyparse
 from kforge.verify.policy import allowed_imports
@@ -60,8 +61,9 @@ def _constructor_only(node: ast.ClassDef) -> ast.ClassDef:
     body = [item for item in node.body if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             or item.name in _KEPT_METHODS]
     docless = [item for item in body if not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))]
+    fields: dict[str, Any] = {"type_params": node.type_params} if hasattr(node, "type_params") else {}  # 3.12+
     return ast.ClassDef(name=node.name, bases=node.bases, keywords=node.keywords, body=docless or [ast.Pass()],
-                        decorator_list=node.decorator_list, type_params=getattr(node, "type_params", []))
+                        decorator_list=node.decorator_list, **fields)
 
 
 class _Rename(ast.NodeTransformer):

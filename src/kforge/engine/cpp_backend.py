@@ -258,9 +258,9 @@ class _Renderer:
             return None
         args = [self.root_var(str(a)) for a in heavy.args]
         for arg in heavy.value_args:
-            if self.program.heavy is not None and arg not in {s.name for s in (*self.program.inputs,
-                                                                               *self.program.params,
-                                                                               *self.program.prepared)}:
+            given: tuple[ir.TensorSpec | ir.Node, ...] = (*self.program.inputs, *self.program.params,
+                                                          *self.program.prepared)
+            if self.program.heavy is not None and arg not in {s.name for s in given}:
                 raise cannot_lower(f"{heavy.op} (of a computed operand)")
         context: dict[str, Any] = {"kind": heavy.op, "a": args[0], "b": args[1],
                                    "bias": args[2] if len(args) > 2 else None, "nd": False}
@@ -281,7 +281,8 @@ class _Renderer:
     def render(self) -> str:
         lowered = self.plan
         program = self.program
-        for value in (*program.inputs, *program.params, *program.all_nodes()):
+        values: tuple[ir.TensorSpec | ir.Node, ...] = (*program.inputs, *program.params, *program.all_nodes())
+        for value in values:
             # Booleans are held as 1.0f/0.0f, integers in their own width (kforge.engine.dtypes).
             if value.dtype not in CTYPES and value.shape != ():
                 raise cannot_lower(f"the value {value.name} in {value.dtype} (the C++ backend computes in float32)",
@@ -486,7 +487,7 @@ def variants(program: ir.Program, problem_source: str, vendor_gemm: bool = False
         config: dict[str, Any] = dict(zip(keys, chosen, strict=True))
         if vendor_gemm and program.heavy is not None:
             config["vendor"] = vendor
-        source = render(program, problem_source, config, vendor)
+        source = render(program, problem_source, config, bool(vendor))
         if source not in seen:
             seen.add(source)
             result.append((config, source))

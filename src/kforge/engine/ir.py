@@ -200,7 +200,8 @@ class Program:
 
     def spec(self, name: str) -> TensorSpec | Node:
         """The input, param or node called `name`."""
-        for item in (*self.inputs, *self.params, *self.prepared, *self.all_nodes()):
+        values: tuple[TensorSpec | Node, ...] = (*self.inputs, *self.params, *self.prepared, *self.all_nodes())
+        for item in values:
             if item.name == name:
                 return item
         raise IRError(f"no value named {name!r}")
@@ -230,9 +231,10 @@ class Program:
         return [node for node in (*self.prepared, *self.all_nodes()) if name in node.value_args]
 
     def replace(self, **changes: Any) -> Program:
-        fields = {"inputs": self.inputs, "params": self.params, "nodes": self.nodes, "outputs": self.outputs,
-                  "heavy": self.heavy, "prepared": self.prepared, "degenerate": self.degenerate,
-                  "notes": self.notes, "updates": self.updates}
+        fields: dict[str, Any] = {
+            "inputs": self.inputs, "params": self.params, "nodes": self.nodes, "outputs": self.outputs,
+            "heavy": self.heavy, "prepared": self.prepared, "degenerate": self.degenerate, "notes": self.notes,
+            "updates": self.updates}
         fields.update(changes)
         return Program(**fields)
 
@@ -370,8 +372,8 @@ def apply(node: Node, args: list[Any]) -> torch.Tensor:
             return torch.amin(x, dim=dim, keepdim=keepdim)
         return torch.logsumexp(x, dim=dim, keepdim=keepdim)
     if op in INDEX_OPS:
-        index = torch.argmax if op == "argmax" else torch.argmin
-        return index(args[0], dim=node.attr("dim"), keepdim=bool(node.attr("keepdim", False)))
+        pick = torch.argmax if op == "argmax" else torch.argmin
+        return pick(args[0], dim=node.attr("dim"), keepdim=bool(node.attr("keepdim", False)))
     if op == "softmax":
         return torch.softmax(args[0], dim=node.attr("dim"))
     if op == "log_softmax":

@@ -69,7 +69,7 @@ def _substitute(program: ir.Program, old: str, new: ir.Arg, note: str, drop: str
         if not isinstance(new, str):
             return program  # a float cannot be returned; the caller's rule does not apply
         outputs = tuple(new if name == old else name for name in outputs)
-    fields = {"nodes": nodes, "outputs": outputs, "notes": (*program.notes, note)}
+    fields: dict[str, object] = {"nodes": nodes, "outputs": outputs, "notes": (*program.notes, note)}
     fields.update(changes)
     return program.replace(**fields)
 
@@ -78,7 +78,7 @@ def _replace_node(program: ir.Program, node: ir.Node, replacement: tuple[ir.Node
                   **changes: object) -> ir.Program:
     index = program.nodes.index(node)
     nodes = program.nodes[:index] + replacement + program.nodes[index + 1:]
-    fields = {"nodes": nodes, "notes": (*program.notes, note)}
+    fields: dict[str, object] = {"nodes": nodes, "notes": (*program.notes, note)}
     fields.update(changes)
     return program.replace(**fields)
 

@@ -22,7 +22,7 @@ from kforge.engine.triton.emit import literal, spelled_expression, var
 from kforge.templating import template_environment
 
 # Configurations the Triton kernels are offered in, the default first.
-TRITON_CONFIGS: dict[str, tuple[dict[str, int], ...]] = {
+TRITON_CONFIGS: dict[str, tuple[dict[str, int | str], ...]] = {
     "pool": ({"BLOCK": 256, "num_warps": 4}, {"BLOCK": 1024, "num_warps": 8}),
     "scan": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),
     "mask": ({"BLOCK": 1024, "num_warps": 4}, {"BLOCK": 4096, "num_warps": 8}),

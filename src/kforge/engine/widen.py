@@ -20,8 +20,9 @@ _TORCH_NAMES = {"float16": "torch.float16", "bfloat16": "torch.bfloat16", "float
 
 
 def has_half(program: ir.Program) -> bool:
-    return any(value.dtype in HALF_DTYPES for value in (*program.inputs, *program.params, *program.prepared,
-                                                        *program.all_nodes()))
+    values: tuple[ir.TensorSpec | ir.Node, ...] = (*program.inputs, *program.params, *program.prepared,
+                                                   *program.all_nodes())
+    return any(value.dtype in HALF_DTYPES for value in values)
 
 
 def widened(program: ir.Program) -> ir.Program:
