@@ -547,10 +547,11 @@ class _Evaluation:
         watch = LoadWatch().start()
         for index in range(settings.rounds):
             self.time_round(series, index, settings.rounds)
-        while self.rounds_run < max(settings.max_rounds, settings.rounds) and not all(
-                is_settled(interval, settings.ratio_tolerance) for interval in self.speedup_intervals(series).values()):
-            self.time_round(series, self.rounds_run, settings.rounds)
         self.intervals = self.speedup_intervals(series)
+        while self.rounds_run < max(settings.max_rounds, settings.rounds) and not all(
+                is_settled(interval, settings.ratio_tolerance) for interval in self.intervals.values()):
+            self.time_round(series, self.rounds_run, settings.rounds)
+            self.intervals = self.speedup_intervals(series)
         reading = watch.reading()
         self.machine_busy = reading.line() if reading is not None else None
         return {one.name: summarize(one.times, one.bound) if one.times else None for one in series}
